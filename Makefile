@@ -1,0 +1,59 @@
+# egress-gateway-operator. `make demo` runs the operator's demo on a local control plane;
+# `make test` runs every test. Both install what they need first (hack/install-deps.sh).
+
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+CMAKE_FLAGS ?=
+JOBS ?= $(shell nproc)
+CTEST_FLAGS ?= --output-on-failure
+IMAGE ?= egress-gateway-operator:dev
+
+.PHONY: all deps testenv configure build test test-unit test-e2e generate verify-generate \
+        lint format demo bench docker-build clean
+
+all: build
+
+deps:
+	hack/install-deps.sh
+
+# The control plane binaries (built once, cached outside the repo).
+testenv: deps
+	hack/testenv/ensure-binaries.sh >/dev/null
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+configure: $(BUILD_DIR)/build.ninja
+
+build: deps configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: testenv build
+	cd $(BUILD_DIR) && ctest $(CTEST_FLAGS)
+
+test-unit: build
+	cd $(BUILD_DIR) && ctest -L unit $(CTEST_FLAGS)
+
+test-e2e: testenv build
+	cd $(BUILD_DIR) && ctest -L e2e $(CTEST_FLAGS)
+
+generate:
+	@echo "generate: no generated code yet"
+
+lint: deps configure
+	hack/lint.sh $(BUILD_DIR)
+
+format:
+	git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+demo: testenv build
+	hack/demo.sh $(BUILD_DIR)
+
+bench: testenv build
+	@echo "bench: no benchmarks yet"
+
+docker-build:
+	docker build -t $(IMAGE) .
+
+clean:
+	rm -rf $(BUILD_DIR)

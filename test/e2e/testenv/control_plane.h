@@ -1,0 +1,74 @@
+// File: control_plane.h
+//
+// A real Kubernetes control plane on loopback for end-to-end tests: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and the test kubelet (fake Ready nodes whose pods
+// become Running/Ready), started through hack/testenv/up.sh and owned by this process. The
+// supervisor watches this process: if it dies in any way (SIGINT, SIGKILL, a crash), every
+// component it started is stopped and the run directory removed.
+//
+//   auto cp = ControlPlane::start({.nodes = 2});
+//   ASSERT_TRUE(cp) << cp.error();
+//   auto out = (*cp)->kubectl({"get", "nodes"});
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace egress::testenv {
+
+// What a command printed and how it ended.
+struct CommandResult {
+  int exitCode = -1;
+  std::string output;  // stdout and stderr, interleaved as written
+
+  bool ok() const { return exitCode == 0; }
+};
+
+// Runs argv (no shell) with optional extra environment entries; output is captured.
+CommandResult runCommand(const std::vector<std::string>& argv,
+                         const std::vector<std::string>& extraEnv = {});
+
+struct ControlPlaneOptions {
+  int nodes = 2;
+};
+
+class ControlPlane {
+ public:
+  // Starts a fresh control plane and waits until it is ready (apiserver /readyz, nodes Ready,
+  // the default ServiceAccount has its token). Returns nullptr and fills `error` on failure.
+  static std::unique_ptr<ControlPlane> start(const ControlPlaneOptions& options,
+                                             std::string& error);
+
+  // Stops every component and removes the run directory.
+  ~ControlPlane();
+  ControlPlane(const ControlPlane&) = delete;
+  ControlPlane& operator=(const ControlPlane&) = delete;
+
+  const std::string& dir() const { return dir_; }
+  // Admin kubeconfig with a client certificate.
+  std::string kubeconfig() const { return dir_ + "/kubeconfig"; }
+  // Admin kubeconfig with a bearer token file.
+  std::string tokenKubeconfig() const { return dir_ + "/kubeconfig-token"; }
+  const std::string& server() const { return server_; }
+  // The supervisor's pid; signalling it with SIGTERM tears the control plane down.
+  int supervisorPid() const { return supervisorPid_; }
+
+  // kubectl (1.33, from the test cache) against this control plane.
+  CommandResult kubectl(const std::vector<std::string>& args) const;
+  // hack/testenv/ctl.sh DIR ARGS... (restart a component, compact etcd).
+  CommandResult ctl(const std::vector<std::string>& args) const;
+
+ private:
+  ControlPlane(std::string dir, std::string server, int supervisorPid);
+  void stop();
+
+  std::string dir_;
+  std::string server_;
+  int supervisorPid_;
+};
+
+// The repository root (for hack/ scripts and test data).
+std::string sourceDir();
+
+}  // namespace egress::testenv

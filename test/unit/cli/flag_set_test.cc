@@ -1,0 +1,103 @@
+#include "pkg/cli/flag_set.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace egress::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Parsed {
+  std::string err;
+  std::string name = "default";
+  bool leader = true;
+  int64_t workers = 2;
+  std::chrono::milliseconds lease{15000};
+  std::vector<std::string> args;
+};
+
+Parsed parse(std::vector<const char*> argv) {
+  Parsed p;
+  FlagSet flags("test");
+  flags.addString("name", p.name, "a name");
+  flags.addBool("leader-elect", p.leader, "elect");
+  flags.addInt("workers", p.workers, "workers");
+  flags.addDuration("lease-duration", p.lease, "lease");
+  argv.insert(argv.begin(), "test");
+  p.err = flags.parse(static_cast<int>(argv.size()), argv.data());
+  p.args = flags.args();
+  return p;
+}
+
+TEST(FlagSet, AcceptsBothValueForms) {
+  auto p = parse({"--name=a", "--workers", "7", "--lease-duration=1m30s", "pos"});
+  ASSERT_EQ(p.err, "");
+  EXPECT_EQ(p.name, "a");
+  EXPECT_EQ(p.workers, 7);
+  EXPECT_EQ(p.lease, std::chrono::milliseconds(90000));
+  EXPECT_EQ(p.args, std::vector<std::string>{"pos"});
+}
+
+TEST(FlagSet, BoolFlagsTakeNoSeparateValue) {
+  auto p = parse({"--leader-elect=false", "x"});
+  ASSERT_EQ(p.err, "");
+  EXPECT_FALSE(p.leader);
+  EXPECT_EQ(p.args, std::vector<std::string>{"x"});
+  EXPECT_TRUE(parse({"--leader-elect"}).leader);
+  EXPECT_THAT(parse({"--leader-elect=maybe"}).err, HasSubstr("--leader-elect"));
+}
+
+TEST(FlagSet, ErrorsNameTheFlag) {
+  EXPECT_THAT(parse({"--nope"}).err, HasSubstr("unknown flag: --nope"));
+  EXPECT_THAT(parse({"--workers=two"}).err, HasSubstr("--workers: not an integer"));
+  EXPECT_THAT(parse({"--workers"}).err, HasSubstr("needs an argument: --workers"));
+  EXPECT_THAT(parse({"--lease-duration=15"}).err, HasSubstr("not a duration"));
+}
+
+TEST(FlagSet, DoubleDashEndsFlags) {
+  auto p = parse({"--", "--name=x"});
+  ASSERT_EQ(p.err, "");
+  EXPECT_EQ(p.name, "default");
+  EXPECT_EQ(p.args, std::vector<std::string>{"--name=x"});
+}
+
+TEST(FlagSet, DuplicateDefinitionIsReported) {
+  std::string a;
+  std::string b;
+  FlagSet flags("test");
+  flags.addString("x", a, "");
+  flags.addString("x", b, "");
+  const char* argv[] = {"test"};
+  EXPECT_THAT(flags.parse(1, argv), HasSubstr("defined twice"));
+}
+
+TEST(FlagSet, UsageListsDefaults) {
+  std::string name = "egress";
+  std::chrono::milliseconds d{2000};
+  FlagSet flags("prog");
+  flags.addString("name", name, "The name.");
+  flags.addDuration("retry-period", d, "Retry.");
+  const auto usage = flags.usage();
+  EXPECT_THAT(usage, HasSubstr("--name value\n          The name. (default \"egress\")"));
+  EXPECT_THAT(usage, HasSubstr("(default 2s)"));
+}
+
+TEST(Duration, ParsesAndFormatsGoDurations) {
+  std::chrono::milliseconds d{};
+  ASSERT_TRUE(parseDuration("1h2m3.5s", d));
+  EXPECT_EQ(d.count(), 3723500);
+  ASSERT_TRUE(parseDuration("250ms", d));
+  EXPECT_EQ(d.count(), 250);
+  ASSERT_TRUE(parseDuration("0", d));
+  EXPECT_EQ(d.count(), 0);
+  EXPECT_FALSE(parseDuration("", d));
+  EXPECT_FALSE(parseDuration("5", d));
+  EXPECT_FALSE(parseDuration("5d", d));
+  EXPECT_EQ(formatDuration(std::chrono::milliseconds(15000)), "15s");
+  EXPECT_EQ(formatDuration(std::chrono::milliseconds(120000)), "2m");
+  EXPECT_EQ(formatDuration(std::chrono::milliseconds(1500)), "1500ms");
+}
+
+}  // namespace
+}  // namespace egress::cli
