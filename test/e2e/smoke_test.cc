@@ -39,10 +39,10 @@ TEST(Smoke, ApiserverIsReadyAndNodesAreSchedulable) {
   ASSERT_TRUE(readyz.ok()) << readyz.output;
   EXPECT_EQ(readyz.output, "ok");
 
-  auto nodes = cp.kubectl({"get", "nodes", "-o",
-                           "jsonpath={range .items[*]}{.metadata.name} "
-                           "{.status.conditions[?(@.type==\"Ready\")].status} "
-                           "{.spec.taints}{\"\\n\"}{end}"});
+  const std::string nodeColumns =
+      "jsonpath={range .items[*]}{.metadata.name} "
+      "{.status.conditions[?(@.type==\"Ready\")].status} {.spec.taints}{\"\\n\"}{end}";
+  auto nodes = cp.kubectl({"get", "nodes", "-o", nodeColumns});
   ASSERT_TRUE(nodes.ok()) << nodes.output;
   EXPECT_THAT(nodes.output, HasSubstr("egress-node-1 True \n"));
   EXPECT_THAT(nodes.output, HasSubstr("egress-node-2 True \n"));
@@ -73,9 +73,9 @@ TEST(Smoke, DeploymentBecomesAvailable) {
       {"-n", ns, "get", "deployment", "web", "-o", "jsonpath={.status.availableReplicas}"});
   EXPECT_EQ(available.output, "3");
   // The pods really ran on the fake nodes and got IPs from the nodes' ranges.
-  auto pods = cp.kubectl({"-n", ns, "get", "pods", "-o",
-                          "jsonpath={range .items[*]}{.spec.nodeName} {.status.phase} "
-                          "{.status.podIP}{\"\\n\"}{end}"});
+  const std::string podColumns =
+      "jsonpath={range .items[*]}{.spec.nodeName} {.status.phase} {.status.podIP}{\"\\n\"}{end}";
+  auto pods = cp.kubectl({"-n", ns, "get", "pods", "-o", podColumns});
   ASSERT_TRUE(pods.ok()) << pods.output;
   std::istringstream lines(pods.output);
   std::string node, phase, ip;
@@ -127,6 +127,7 @@ TEST(Teardown, SigintToOwnerStopsEveryComponent) {
     envStore.emplace_back(*e);
   }
   std::vector<char*> env;
+  env.reserve(envStore.size() + 1);
   for (auto& e : envStore) {
     env.push_back(e.data());
   }

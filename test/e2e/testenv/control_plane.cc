@@ -33,6 +33,7 @@ CommandResult runCommand(const std::vector<std::string>& argv,
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
 
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) {
     args.push_back(const_cast<char*>(a.c_str()));
   }
@@ -43,6 +44,7 @@ CommandResult runCommand(const std::vector<std::string>& argv,
   }
   envStore.insert(envStore.end(), extraEnv.begin(), extraEnv.end());
   std::vector<char*> env;
+  env.reserve(envStore.size() + 1);
   for (auto& e : envStore) {
     env.push_back(e.data());
   }

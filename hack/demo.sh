@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# `make demo`: starts the local control plane (hack/testenv/up.sh), shows it, and keeps it up
+# until Ctrl-C; everything is torn down on exit. The operator's controllers join the demo as
+# their issues land; until then the demo is the control plane that the e2e tests use.
+# Usage: hack/demo.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+
+env_out=$(hack/testenv/up.sh --nodes 3 --owner-pid $$)
+eval "$env_out"
+trap 'hack/testenv/down.sh "$TESTENV_DIR"' EXIT
+export KUBECONFIG
+kubectl="$TESTENV_DIR/bin/kubectl"
+
+echo
+echo "== Local control plane up: $TESTENV_SERVER"
+"$kubectl" get nodes -o wide
+echo
+echo "== A Deployment, through the real scheduler, controller-manager and test kubelet"
+"$kubectl" create namespace demo >/dev/null
+"$kubectl" -n demo create deployment web --image=example.invalid/demo/web:1 --replicas=3 >/dev/null
+"$kubectl" -n demo wait --for=condition=Available deployment/web --timeout=120s
+"$kubectl" -n demo get pods -o wide
+echo
+"$build/cmd/egress-operator/egress-operator" --version
+if [ -n "${CI:-}" ] || [ ! -t 0 ]; then
+  exit 0
+fi
+echo
+echo "The control plane stays up until you press Ctrl-C. In another shell:"
+echo "  export KUBECONFIG=$KUBECONFIG"
+echo "  $kubectl get pods -A"
+while :; do sleep 3600; done
