@@ -1,0 +1,522 @@
+#include "pkg/kube/rest_client.h"
+
+#include <cctype>
+#include <charconv>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "pkg/kube/client_metrics.h"
+
+namespace egress::kube {
+namespace {
+
+constexpr auto kUseTuple = net::as_tuple(net::use_awaitable);
+constexpr const char* kDefaultUserAgent = "egress-operator/0.1.0 (linux/amd64) kube-cpp";
+
+bool isUnreserved(unsigned char c) {
+  return std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~';
+}
+
+std::string percentEscape(std::string_view s, bool pathSegment) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    // RFC 3986 sub-delims and ':' '@' are legal in a segment, as Go's url.PathEscape leaves them.
+    const bool keep = isUnreserved(c) ||
+                      (pathSegment && (c == ':' || c == '@' || c == '!' || c == '$' || c == '&' ||
+                                       c == '\'' || c == '(' || c == ')' || c == '*' || c == '+' ||
+                                       c == ',' || c == ';' || c == '='));
+    if (keep) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+const char* contentTypeOf(PatchType t) {
+  switch (t) {
+    case PatchType::Merge:
+      return "application/merge-patch+json";
+    case PatchType::Json:
+      return "application/json-patch+json";
+    case PatchType::StrategicMerge:
+      return "application/strategic-merge-patch+json";
+    case PatchType::Apply:
+      return "application/apply-patch+yaml";
+  }
+  return "application/json";
+}
+
+void addParam(std::string& query, const char* key, const std::string& value) {
+  query += query.empty() ? '?' : '&';
+  query += key;
+  query += '=';
+  query += escapeQueryValue(value);
+}
+
+std::string writeQuery(const WriteOptions& o, bool apply) {
+  std::string q;
+  if (!o.fieldManager.empty()) {
+    addParam(q, "fieldManager", o.fieldManager);
+  }
+  if (apply && o.force) {
+    addParam(q, "force", "true");
+  }
+  if (o.dryRun) {
+    addParam(q, "dryRun", "All");
+  }
+  return q;
+}
+
+// An API error from a non-2xx response: the Status body if there is one, else the code.
+Error apiError(const HttpResponse& res) {
+  auto status = meta::parseStatus(res.body);
+  meta::Status s;
+  if (status) {
+    s = std::move(*status);
+  } else {
+    s.code = res.status;
+    // Keep a short piece of a non-Status body: it is often the only clue (a proxy's page).
+    s.message = res.body.substr(0, 256);
+  }
+  Error err = Error::api(res.status, std::move(s));
+  if (auto after = parseRetryAfter(res.header("retry-after"))) {
+    err.setRetryAfter(*after);
+  }
+  return err;
+}
+
+}  // namespace
+
+std::string escapePathSegment(std::string_view s) {
+  return percentEscape(s, true);
+}
+std::string escapeQueryValue(std::string_view s) {
+  return percentEscape(s, false);
+}
+
+std::string resourcePath(const Resource& r, const std::string& ns, const std::string& name,
+                         const std::string& subresource) {
+  std::string path = r.group.empty() ? "/api/" + r.version : "/apis/" + r.group + "/" + r.version;
+  if (r.namespaced && !ns.empty()) {
+    path += "/namespaces/" + escapePathSegment(ns);
+  }
+  path += "/" + r.resource;
+  if (!name.empty()) {
+    path += "/" + escapePathSegment(name);
+  }
+  if (!subresource.empty()) {
+    path += "/" + subresource;
+  }
+  return path;
+}
+
+std::string listQuery(const ListOptions& o, bool watch) {
+  std::string q;
+  if (watch) {
+    addParam(q, "watch", "true");
+  }
+  if (!o.labelSelector.empty()) {
+    addParam(q, "labelSelector", o.labelSelector);
+  }
+  if (!o.fieldSelector.empty()) {
+    addParam(q, "fieldSelector", o.fieldSelector);
+  }
+  if (o.limit > 0) {
+    addParam(q, "limit", std::to_string(o.limit));
+  }
+  if (!o.continueToken.empty()) {
+    addParam(q, "continue", o.continueToken);
+  }
+  if (!o.resourceVersion.empty()) {
+    addParam(q, "resourceVersion", o.resourceVersion);
+  }
+  if (!o.resourceVersionMatch.empty()) {
+    addParam(q, "resourceVersionMatch", o.resourceVersionMatch);
+  }
+  if (o.timeoutSeconds > 0) {
+    addParam(q, "timeoutSeconds", std::to_string(o.timeoutSeconds));
+  }
+  if (o.allowWatchBookmarks) {
+    addParam(q, "allowWatchBookmarks", "true");
+  }
+  if (o.sendInitialEvents) {
+    addParam(q, "sendInitialEvents", "true");
+  }
+  return q;
+}
+
+std::optional<std::chrono::seconds> parseRetryAfter(const std::string& value) {
+  int64_t secs = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), secs);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size() || secs < 0) {
+    return std::nullopt;
+  }
+  return std::chrono::seconds(secs);
+}
+
+WatchStream::WatchStream(std::unique_ptr<ResponseStream> stream,
+                         std::chrono::milliseconds idleTimeout)
+    : stream_(std::move(stream)), idleTimeout_(idleTimeout), buffer_(64 * 1024) {}
+
+net::awaitable<Result<std::optional<WatchEvent>>> WatchStream::next() {
+  for (;;) {
+    if (nextInBatch_ < batch_.size()) {
+      WatchEvent event = std::move(batch_[nextInBatch_++]);
+      if (event.type == WatchEventType::Error) {
+        co_return event.toError();
+      }
+      co_return std::optional<WatchEvent>(std::move(event));
+    }
+    batch_.clear();
+    nextInBatch_ = 0;
+    if (ended_) {
+      co_return std::optional<WatchEvent>();
+    }
+    auto n = co_await stream_->readSome(buffer_.data(), buffer_.size(), idleTimeout_);
+    if (!n) {
+      co_return n.error();
+    }
+    if (*n == 0) {
+      ended_ = true;
+      if (auto done = decoder_.finish(); !done) {
+        co_return done.error();
+      }
+      continue;
+    }
+    if (auto fed = decoder_.feed({buffer_.data(), *n}, batch_); !fed) {
+      stream_->close();
+      co_return fed.error();
+    }
+  }
+}
+
+void WatchStream::cancel() {
+  stream_->close();
+}
+
+Result<std::unique_ptr<RestClient>> RestClient::create(net::any_io_executor executor,
+                                                       const RestConfig& config,
+                                                       prometheus::Registry* metrics,
+                                                       RestClientOptions options) {
+  TransportConfig tc;
+  tc.server = config.server;
+  tc.caPem = config.caPem;
+  tc.insecureSkipTlsVerify = config.insecureSkipTlsVerify;
+  tc.tlsServerName = config.tlsServerName;
+  tc.clientCertPem = config.clientCertPem;
+  tc.clientKeyPem = config.clientKeyPem;
+  auto transport = makeTransport(executor, tc, options.transport);
+  if (!transport) {
+    return transport.error();
+  }
+  return std::make_unique<RestClient>(std::move(executor), config, std::move(*transport), metrics,
+                                      options);
+}
+
+RestClient::RestClient(net::any_io_executor executor, const RestConfig& config,
+                       std::unique_ptr<Transport> transport, prometheus::Registry* metrics,
+                       RestClientOptions options)
+    : executor_(std::move(executor)),
+      config_(config),
+      transport_(std::move(transport)),
+      metrics_(metrics != nullptr ? std::make_unique<ClientMetrics>(*metrics) : nullptr),
+      options_(options),
+      bucket_(config.qps, config.burst),
+      userAgent_(config.userAgent.empty() ? kDefaultUserAgent : config.userAgent),
+      activeClientCert_(config.clientCertPem) {}
+
+RestClient::~RestClient() = default;
+
+net::awaitable<void> RestClient::sleep(std::chrono::milliseconds d) {
+  net::steady_timer timer(executor_, d);
+  auto [ec] = co_await timer.async_wait(kUseTuple);
+  (void)ec;
+}
+
+net::awaitable<Result<Ok>> RestClient::waitForToken(const std::string& verb) {
+  const auto start = TokenBucket::Clock::now();
+  const auto wait = bucket_.reserve(start);
+  if (wait > TokenBucket::Clock::duration::zero()) {
+    net::steady_timer timer(executor_, wait);
+    auto [ec] = co_await timer.async_wait(kUseTuple);
+    if (ec) {
+      co_return Error::cancelled();
+    }
+  }
+  if (metrics_) {
+    metrics_->observeRateLimiter(
+        verb, transport_->hostLabel(),
+        std::chrono::duration<double>(TokenBucket::Clock::now() - start).count());
+  }
+  co_return Ok{};
+}
+
+Result<Ok> RestClient::addCredentials(HttpRequest& request) {
+  if (!config_.auth) {
+    return Ok{};
+  }
+  auto creds = config_.auth->credentials();
+  if (!creds) {
+    return creds.error();
+  }
+  if (!creds->bearerToken.empty()) {
+    request.headers.emplace_back("Authorization", "Bearer " + creds->bearerToken);
+  }
+  // A static certificate wins over a plugin's (client-go); otherwise follow the plugin's.
+  if (config_.clientCertPem.empty() && !creds->clientCertPem.empty() &&
+      creds->clientCertPem != activeClientCert_) {
+    if (auto set = transport_->setClientCertificate(creds->clientCertPem, creds->clientKeyPem);
+        !set) {
+      return set.error();
+    }
+    activeClientCert_ = creds->clientCertPem;
+  }
+  return Ok{};
+}
+
+net::awaitable<Result<HttpResponse>> RestClient::send(Call call) {
+  bool refreshedCredentials = false;
+  for (int attempt = 0;; ++attempt) {
+    if (auto token = co_await waitForToken(call.method); !token) {
+      co_return token.error();
+    }
+    HttpRequest request;
+    request.method = call.method;
+    request.target = call.target;
+    request.body = call.body;
+    request.headers.emplace_back("User-Agent", userAgent_);
+    request.headers.emplace_back("Accept", "application/json");
+    if (!call.contentType.empty()) {
+      request.headers.emplace_back("Content-Type", call.contentType);
+    }
+    if (auto creds = addCredentials(request); !creds) {
+      co_return creds.error();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto res = co_await transport_->roundTrip(std::move(request), call.idempotent);
+    if (metrics_) {
+      metrics_->observeRequest(
+          res ? std::to_string(res->status) : "<error>", call.method, transport_->hostLabel(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (!res) {
+      co_return res.error();
+    }
+    if (res->status >= 200 && res->status < 300) {
+      co_return res;
+    }
+    Error err = apiError(*res);
+    const bool canRetry = attempt < options_.maxRetries;
+    if (err.isUnauthorized() && config_.auth && !refreshedCredentials) {
+      // Rotated token or expired plugin credential: refresh once, as client-go's exec
+      // authenticator does on 401.
+      config_.auth->invalidate();
+      refreshedCredentials = true;
+      continue;
+    }
+    if (canRetry && res->status == 429) {
+      // The server did not process the request, so any verb may be retried.
+      co_await sleep(err.retryAfter().value_or(std::chrono::seconds(1)));
+      continue;
+    }
+    if (canRetry && res->status >= 500 && call.idempotent) {
+      // client-go retries 5xx only with Retry-After; we also back off without it for idempotent
+      // verbs, since a restarting apiserver often answers 503 with none.
+      auto backoff = options_.retryBackoffBase * (1 << std::min(attempt, 10));
+      if (auto after = err.retryAfter()) {
+        backoff = std::chrono::duration_cast<std::chrono::milliseconds>(*after);
+      }
+      co_await sleep(std::min(backoff, options_.retryBackoffCap));
+      continue;
+    }
+    co_return err;
+  }
+}
+
+net::awaitable<Result<rapidjson::Document>> RestClient::sendJson(Call call) {
+  auto res = co_await send(std::move(call));
+  if (!res) {
+    co_return res.error();
+  }
+  rapidjson::Document doc;
+  if (res->body.empty()) {
+    doc.SetObject();
+    co_return doc;
+  }
+  doc.Parse(res->body.data(), res->body.size());
+  if (doc.HasParseError()) {
+    co_return Error::decode("response body is not JSON (" + std::to_string(res->body.size()) +
+                            " bytes, error at byte " + std::to_string(doc.GetErrorOffset()) + ")");
+  }
+  co_return doc;
+}
+
+// Every coroutine below builds its Call as a named local: g++ 12 destroys a braced temporary
+// in a co_await operand twice (free(): invalid pointer).
+net::awaitable<Result<rapidjson::Document>> RestClient::get(Resource r, std::string ns,
+                                                            std::string name,
+                                                            std::string subresource) {
+  Call call{"GET", resourcePath(r, ns, name, subresource), "", "", true};
+  co_return co_await sendJson(std::move(call));
+}
+
+net::awaitable<Result<rapidjson::Document>> RestClient::list(Resource r, std::string ns,
+                                                             ListOptions opts) {
+  Call call{"GET", resourcePath(r, ns, "", "") + listQuery(opts, false), "", "", true};
+  co_return co_await sendJson(std::move(call));
+}
+
+net::awaitable<Result<rapidjson::Document>> RestClient::create(Resource r, std::string ns,
+                                                               std::string body,
+                                                               WriteOptions opts) {
+  Call call{"POST", resourcePath(r, ns, "", "") + writeQuery(opts, false), std::move(body),
+            "application/json", false};
+  co_return co_await sendJson(std::move(call));
+}
+
+net::awaitable<Result<rapidjson::Document>> RestClient::update(Resource r, std::string ns,
+                                                               std::string name, std::string body,
+                                                               WriteOptions opts,
+                                                               std::string subresource) {
+  Call call{"PUT", resourcePath(r, ns, name, subresource) + writeQuery(opts, false),
+            std::move(body), "application/json", true};
+  co_return co_await sendJson(std::move(call));
+}
+
+net::awaitable<Result<rapidjson::Document>> RestClient::patch(Resource r, std::string ns,
+                                                              std::string name, PatchType type,
+                                                              std::string body, WriteOptions opts,
+                                                              std::string subresource) {
+  // A JSON patch with "add" to a list is not idempotent; merge and apply patches are.
+  const bool idempotent = type != PatchType::Json;
+  Call call{"PATCH",
+            resourcePath(r, ns, name, subresource) + writeQuery(opts, type == PatchType::Apply),
+            std::move(body), contentTypeOf(type), idempotent};
+  co_return co_await sendJson(std::move(call));
+}
+
+net::awaitable<Result<rapidjson::Document>> RestClient::apply(Resource r, std::string ns,
+                                                              std::string name, std::string body,
+                                                              WriteOptions opts,
+                                                              std::string subresource) {
+  if (opts.fieldManager.empty()) {
+    co_return Error::config("server-side apply needs a field manager");
+  }
+  co_return co_await patch(std::move(r), std::move(ns), std::move(name), PatchType::Apply,
+                           std::move(body), std::move(opts), std::move(subresource));
+}
+
+net::awaitable<Result<rapidjson::Document>> RestClient::remove(Resource r, std::string ns,
+                                                               std::string name,
+                                                               DeleteOptions opts) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("apiVersion");
+  w.String("v1");
+  w.Key("kind");
+  w.String("DeleteOptions");
+  if (opts.preconditionUid || opts.preconditionResourceVersion) {
+    w.Key("preconditions");
+    w.StartObject();
+    if (opts.preconditionUid) {
+      w.Key("uid");
+      w.String(opts.preconditionUid->c_str());
+    }
+    if (opts.preconditionResourceVersion) {
+      w.Key("resourceVersion");
+      w.String(opts.preconditionResourceVersion->c_str());
+    }
+    w.EndObject();
+  }
+  if (!opts.propagationPolicy.empty()) {
+    w.Key("propagationPolicy");
+    w.String(opts.propagationPolicy.c_str());
+  }
+  if (opts.gracePeriodSeconds) {
+    w.Key("gracePeriodSeconds");
+    w.Int64(*opts.gracePeriodSeconds);
+  }
+  w.EndObject();
+  Call call{"DELETE", resourcePath(r, ns, name, ""), buf.GetString(), "application/json", true};
+  co_return co_await sendJson(std::move(call));
+}
+
+net::awaitable<Result<HttpResponse>> RestClient::raw(std::string method, std::string target,
+                                                     std::string body) {
+  const bool idempotent = method != "POST" && method != "PATCH";
+  Call call{std::move(method), std::move(target), std::move(body), "application/json", idempotent};
+  co_return co_await send(std::move(call));
+}
+
+net::awaitable<Result<std::unique_ptr<WatchStream>>> RestClient::watch(Resource r, std::string ns,
+                                                                       ListOptions opts) {
+  bool refreshedCredentials = false;
+  for (int attempt = 0;; ++attempt) {
+    if (auto token = co_await waitForToken("WATCH"); !token) {
+      co_return token.error();
+    }
+    HttpRequest request;
+    request.method = "GET";
+    request.target = resourcePath(r, ns, "", "") + listQuery(opts, true);
+    request.headers.emplace_back("User-Agent", userAgent_);
+    request.headers.emplace_back("Accept", "application/json");
+    if (auto creds = addCredentials(request); !creds) {
+      co_return creds.error();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto stream = co_await transport_->openStream(std::move(request));
+    if (metrics_) {
+      metrics_->observeRequest(
+          stream ? std::to_string((*stream)->status()) : "<error>", "WATCH",
+          transport_->hostLabel(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (!stream) {
+      co_return stream.error();
+    }
+    // The server closes a watch after timeoutSeconds; a silent connection for much longer than
+    // that is dead (network partition), which a server-side timeout alone never detects.
+    const auto idle = opts.timeoutSeconds > 0 ? std::chrono::seconds(opts.timeoutSeconds + 30)
+                                              : std::chrono::seconds(65 * 60);
+    if ((*stream)->status() == 200) {
+      co_return std::make_unique<WatchStream>(std::move(*stream), idle);
+    }
+    // Read the (small) error body for its Status.
+    HttpResponse res;
+    res.status = (*stream)->status();
+    res.headers = (*stream)->headers();
+    std::vector<char> buf(16 * 1024);
+    while (res.body.size() < (size_t{1} << 20)) {
+      auto n = co_await (*stream)->readSome(buf.data(), buf.size(), std::chrono::seconds(30));
+      if (!n || *n == 0) {
+        break;
+      }
+      res.body.append(buf.data(), *n);
+    }
+    (*stream)->close();
+    Error err = apiError(res);
+    if (err.isUnauthorized() && config_.auth && !refreshedCredentials) {
+      config_.auth->invalidate();
+      refreshedCredentials = true;
+      continue;
+    }
+    if (attempt < options_.maxRetries && res.status == 429) {
+      co_await sleep(err.retryAfter().value_or(std::chrono::seconds(1)));
+      continue;
+    }
+    co_return err;
+  }
+}
+
+}  // namespace egress::kube

@@ -1,0 +1,481 @@
+#include "pkg/kube/kubeconfig.h"
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "pkg/kube/base64.h"
+#include "test/testutil/scoped_env.h"
+#include <stdlib.h>
+#include <unistd.h>
+
+namespace egress::kube {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const std::string kTestdata = std::string(EGRESS_TESTDATA_DIR) + "/kubeconfig";
+const std::string kFirst = kTestdata + "/first.yaml";
+const std::string kSecond = kTestdata + "/nested/second.yaml";
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "kubeconfig_test.XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string write(const std::string& name, const std::string& contents) const {
+    std::string p = path_ + "/" + name;
+    fs::create_directories(fs::path(p).parent_path());
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << contents;
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+using testutil::ScopedEnv;
+
+// Restores the working directory, which some tests change to prove paths do not depend on it.
+class ScopedCwd {
+ public:
+  explicit ScopedCwd(const std::string& dir) : old_(fs::current_path()) { fs::current_path(dir); }
+  ~ScopedCwd() { fs::current_path(old_); }
+
+ private:
+  fs::path old_;
+};
+
+Result<RestConfig> load(std::vector<std::string> paths, std::string context = "") {
+  KubeconfigOptions options;
+  options.paths = std::move(paths);
+  options.context = std::move(context);
+  return loadKubeconfig(options);
+}
+
+TEST(Kubeconfig, MergesFilesFirstDefinitionWins) {
+  // current-context comes from first.yaml (dev), whose cluster and user win over second.yaml's.
+  auto config = load({kFirst, kSecond});
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->server, "https://dev.example.test:6443");  // trailing slash dropped
+  EXPECT_EQ(config->defaultNamespace, "team-a");
+  EXPECT_EQ(config->tlsServerName, "kubernetes.default");
+  EXPECT_EQ(config->caPem, readFile(kTestdata + "/certs/ca.pem"));
+  EXPECT_EQ(config->clientCertPem, readFile(kTestdata + "/certs/client.pem"));
+  EXPECT_EQ(config->clientKeyPem, readFile(kTestdata + "/certs/client-key.pem"));
+  EXPECT_EQ(config->auth, nullptr);  // dev-user from first.yaml, not the token in second.yaml
+  EXPECT_FALSE(config->insecureSkipTlsVerify);
+  EXPECT_EQ(config->qps, 5.0);
+  EXPECT_EQ(config->burst, 10);
+}
+
+TEST(Kubeconfig, CurrentContextFromFirstFileThatSetsIt) {
+  TempDir dir;
+  const std::string noCurrent = dir.write("none.yaml", "apiVersion: v1\nkind: Config\n");
+  auto config = load({noCurrent, kSecond, kFirst});
+  ASSERT_TRUE(config) << config.error().message();
+  // second.yaml's current-context "prod", whose cluster and user only second.yaml defines.
+  EXPECT_EQ(config->server, "https://prod.example.test:443");  // scheme defaulted to https
+  ASSERT_NE(config->auth, nullptr);
+  auto creds = config->auth->credentials();
+  ASSERT_TRUE(creds);
+  EXPECT_EQ(creds->bearerToken, "prod-token");  // token wins over tokenFile
+  EXPECT_EQ(config->defaultNamespace, "default");
+}
+
+TEST(Kubeconfig, UserOnlyInLaterFileIsFound) {
+  auto config = load({kFirst, kSecond}, "prod");
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->server, "https://prod.example.test:443");
+  ASSERT_NE(config->auth, nullptr);
+  EXPECT_EQ(config->auth->credentials()->bearerToken, "prod-token");
+}
+
+TEST(Kubeconfig, ExplicitContextOverridesCurrentContext) {
+  auto config = load({kFirst, kSecond}, "shared");
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->server, "https://first-shared.example.test");
+  EXPECT_TRUE(config->insecureSkipTlsVerify);
+  ASSERT_NE(config->auth, nullptr);
+  // tokenFile resolved against first.yaml's folder, not the working directory.
+  EXPECT_EQ(config->auth->credentials()->bearerToken, "file-token-from-testdata");
+}
+
+TEST(Kubeconfig, RelativePathsResolveAgainstTheDefiningFile) {
+  TempDir elsewhere;
+  {
+    ScopedCwd cwd(elsewhere.path());
+    auto config = load({kFirst});
+    ASSERT_TRUE(config) << config.error().message();
+    EXPECT_EQ(config->caPem, readFile(kTestdata + "/certs/ca.pem"));
+  }
+  {
+    // A relative kubeconfig path (as given on the command line) works too.
+    ScopedCwd cwd(kTestdata);
+    auto relative = load({"nested/../first.yaml"});
+    ASSERT_TRUE(relative) << relative.error().message();
+    EXPECT_EQ(relative->clientKeyPem, readFile(kTestdata + "/certs/client-key.pem"));
+  }
+}
+
+TEST(Kubeconfig, DecodesDataFields) {
+  auto config = load({kFirst, kSecond}, "data");
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->caPem, readFile(kTestdata + "/certs/ca.pem"));
+  EXPECT_EQ(config->clientCertPem, readFile(kTestdata + "/certs/client.pem"));
+  // client-key-data is wrapped over several lines in the file.
+  EXPECT_EQ(config->clientKeyPem, readFile(kTestdata + "/certs/client-key.pem"));
+  EXPECT_EQ(config->defaultNamespace, "data-ns");
+}
+
+TEST(Kubeconfig, MissingFilesInAListAreSkippedButAnExplicitOneIsAnError) {
+  auto listed = load({kTestdata + "/missing.yaml", kFirst});
+  ASSERT_TRUE(listed) << listed.error().message();
+  EXPECT_EQ(listed->server, "https://dev.example.test:6443");
+
+  auto explicitPath = load({kTestdata + "/missing.yaml"});
+  ASSERT_FALSE(explicitPath);
+  EXPECT_EQ(explicitPath.error().kind(), Error::Kind::Config);
+  EXPECT_THAT(explicitPath.error().message(), HasSubstr(kTestdata + "/missing.yaml"));
+  EXPECT_THAT(explicitPath.error().message(), HasSubstr("does not exist"));
+
+  auto none = load({kTestdata + "/a.yaml", kTestdata + "/b.yaml"});
+  ASSERT_FALSE(none);
+  EXPECT_THAT(none.error().message(), HasSubstr("none of the kubeconfig files exist"));
+
+  auto directory = load({kTestdata});
+  ASSERT_FALSE(directory);
+  EXPECT_THAT(directory.error().message(), HasSubstr("is a directory"));
+}
+
+TEST(Kubeconfig, PathsFromEnv) {
+  EXPECT_EQ(kubeconfigPathsFromEnv(nullptr), std::vector<std::string>{});
+  EXPECT_EQ(kubeconfigPathsFromEnv(""), std::vector<std::string>{});
+  EXPECT_EQ(kubeconfigPathsFromEnv("/a"), std::vector<std::string>{"/a"});
+  EXPECT_EQ(kubeconfigPathsFromEnv(":/a::b/c:"), (std::vector<std::string>{"/a", "b/c"}));
+}
+
+constexpr const char* kValidHeader = R"(apiVersion: v1
+kind: Config
+current-context: ctx
+clusters:
+- name: c
+  cluster:
+    server: https://h:6443
+contexts:
+- name: ctx
+  context: {cluster: c, user: admin}
+)";
+
+struct MalformedCase {
+  std::string name;
+  std::string yaml;
+  std::vector<std::string> expected;  // substrings of the message besides the file name
+  std::string context = {};
+};
+
+TEST(Kubeconfig, MalformedInputNamesFileAndField) {
+  const std::string header = kValidHeader;
+  const std::vector<MalformedCase> cases = {
+      {"bad-base64",
+       header + "users:\n- name: admin\n  user:\n    client-certificate-data: aGVsbG8=\n"
+                "    client-key-data: \"not*base64!\"\n",
+       {"users[admin].client-key-data: not valid base64"}},
+      {"unknown-context",
+       header + "users:\n- name: admin\n",
+       {"context \"foo\" does not exist", "available: ctx"},
+       "foo"},
+      {"unknown-current-context",
+       "current-context: nope\nclusters: []\ncontexts:\n- name: a\n  context: {cluster: c}\n",
+       {"current-context", "context \"nope\" does not exist"}},
+      {"missing-server",
+       "current-context: ctx\nclusters:\n- name: c\n  cluster: {insecure-skip-tls-verify: true}\n"
+       "contexts:\n- name: ctx\n  context: {cluster: c}\n",
+       {"clusters[c].server", "no server"}},
+      {"missing-cluster",
+       "current-context: ctx\ncontexts:\n- name: ctx\n  context: {cluster: x}\n",
+       {"contexts[ctx].cluster", "cluster \"x\" does not exist"}},
+      {"missing-user", header, {"contexts[ctx].user", "\"admin\" does not exist"}},
+      {"yaml-syntax", "clusters:\n- name: [unclosed\n", {"invalid YAML", "line"}},
+      {"clusters-not-list", "clusters:\n  c:\n    server: x\n", {"clusters: must be a list"}},
+      {"entry-without-name", "users:\n- user: {token: t}\n", {"users[0].name: is required"}},
+      {"duplicate-name", "users:\n- name: u\n- name: u\n", {"users[u]", "defined twice"}},
+      {"bad-bool",
+       "clusters:\n- name: c\n  cluster: {insecure-skip-tls-verify: maybe}\n",
+       {"clusters[c].insecure-skip-tls-verify: must be true or false"}},
+      {"server-not-string",
+       "clusters:\n- name: c\n  cluster: {server: [a, b]}\n",
+       {"clusters[c].server: must be a string"}},
+      {"bad-server-url",
+       "current-context: ctx\nclusters:\n- name: c\n  cluster: {server: 'ftp://h'}\n"
+       "contexts:\n- name: ctx\n  context: {cluster: c}\n",
+       {"clusters[c].server", "http(s) URL"}},
+      {"top-level-scalar", "just a string\n", {"not a kubeconfig"}},
+      {"wrong-kind", "kind: Pod\n", {"kind: is \"Pod\", want Config"}},
+      {"exec-args-not-list",
+       "users:\n- name: u\n  user:\n    exec: {command: x, args: y}\n",
+       {"users[u].exec.args: must be a list"}},
+      {"exec-env-without-name",
+       "users:\n- name: u\n  user:\n    exec:\n      command: x\n      env: [{value: v}]\n",
+       {"users[u].exec.env[0].name: is required"}},
+      {"exec-interactive-always",
+       header + "users:\n- name: admin\n  user:\n    exec:\n"
+                "      apiVersion: client.authentication.k8s.io/v1\n"
+                "      command: get-token\n      interactiveMode: Always\n",
+       {"users[admin].exec", "interactiveMode Always"}},
+      {"exec-bad-api-version",
+       header + "users:\n- name: admin\n  user:\n    exec: {apiVersion: "
+                "client.authentication.k8s.io/v1alpha1, command: get-token}\n",
+       {"users[admin].exec", "v1alpha1", "not supported"}},
+      {"ca-file-missing",
+       "current-context: ctx\nclusters:\n- name: c\n  cluster:\n    server: https://h\n"
+       "    certificate-authority: no-such-ca.pem\ncontexts:\n- name: ctx\n"
+       "  context: {cluster: c}\n",
+       {"clusters[c].certificate-authority", "no-such-ca.pem", "does not exist"}},
+      {"ca-file-and-data",
+       "current-context: ctx\nclusters:\n- name: c\n  cluster:\n    server: https://h\n"
+       "    certificate-authority: ca.pem\n    certificate-authority-data: aGk=\n"
+       "contexts:\n- name: ctx\n  context: {cluster: c}\n",
+       {"clusters[c]", "both set"}},
+      {"insecure-with-ca",
+       "current-context: ctx\nclusters:\n- name: c\n  cluster:\n    server: https://h\n"
+       "    insecure-skip-tls-verify: true\n    certificate-authority-data: aGk=\n"
+       "contexts:\n- name: ctx\n  context: {cluster: c}\n",
+       {"clusters[c].insecure-skip-tls-verify", "cannot be combined"}},
+      {"token-file-missing",
+       header + "users:\n- name: admin\n  user: {tokenFile: gone}\n",
+       {"users[admin].tokenFile", "/gone"}},
+      {"cert-without-key",
+       header + "users:\n- name: admin\n  user: {client-certificate-data: aGk=}\n",
+       {"users[admin].client-key", "required together"}},
+      {"basic-auth",
+       header + "users:\n- name: admin\n  user: {username: a, password: b}\n",
+       {"users[admin].username", "not supported"}},
+      {"no-current-context", "clusters: []\n", {"no context selected"}},
+      {"binary", std::string("\x00\xff\xfe{[\x01", 6), {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    const std::string path = dir.write(c.name + ".yaml", c.yaml);
+    auto config = load({path}, c.context);
+    ASSERT_FALSE(config);
+    EXPECT_EQ(config.error().kind(), Error::Kind::Config);
+    EXPECT_THAT(config.error().message(), HasSubstr(path));
+    for (const auto& want : c.expected) {
+      EXPECT_THAT(config.error().message(), HasSubstr(want));
+    }
+  }
+}
+
+TEST(Kubeconfig, TokenBeatsTokenFileAndExec) {
+  TempDir dir;
+  const std::string path = dir.write("kc.yaml", std::string(kValidHeader) + R"(users:
+- name: admin
+  user:
+    token: static
+    tokenFile: missing-but-unused
+    exec: {apiVersion: client.authentication.k8s.io/v1, command: never-run}
+)");
+  auto config = load({path});
+  ASSERT_TRUE(config) << config.error().message();
+  ASSERT_NE(config->auth, nullptr);
+  EXPECT_EQ(config->auth->credentials()->bearerToken, "static");
+}
+
+TEST(Kubeconfig, RejectsFilesOverTheSizeCap) {
+  TempDir dir;
+  std::string big = std::string(kValidHeader) + "users:\n- name: admin\n# ";
+  big.resize(kMaxKubeconfigBytes + 1, 'x');
+  const std::string path = dir.write("big.yaml", big);
+  auto tooBig = load({path});
+  ASSERT_FALSE(tooBig);
+  EXPECT_THAT(tooBig.error().message(), HasSubstr(path));
+  EXPECT_THAT(tooBig.error().message(), HasSubstr("larger than 4194304 bytes"));
+
+  // Exactly at the cap is still read and parsed.
+  big.resize(kMaxKubeconfigBytes);
+  dir.write("big.yaml", big);
+  auto atCap = load({path});
+  ASSERT_TRUE(atCap) << atCap.error().message();
+  EXPECT_EQ(atCap->server, "https://h:6443");
+}
+
+TEST(Kubeconfig, HostileInputDoesNotCrash) {
+  TempDir dir;
+  const std::vector<std::string> inputs = {
+      std::string(100000, '['),
+      std::string(100000, '{'),
+      "a: &a [*a]\n",
+      "clusters: &x\n- name: c\n  cluster: *x\n",
+      "users:\n- name: u\n  user:\n    exec: {command: x, env: [[1]]}\n",
+      "---\n---\n---\n",
+      "\t\t: :\n",
+      "clusters:\n- name: {a: b}\n",
+      "current-context: c\ncontexts:\n- name: c\n  context: [1]\n",
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SCOPED_TRACE(i);
+    const std::string path = dir.write("hostile" + std::to_string(i) + ".yaml", inputs[i]);
+    auto config = load({path});
+    ASSERT_FALSE(config);
+    EXPECT_THAT(config.error().message(), HasSubstr(path));
+  }
+  // Every prefix of a valid file either loads or fails cleanly.
+  const std::string valid = readFile(kSecond);
+  for (size_t n = 0; n <= valid.size(); n += 3) {
+    const std::string path = dir.write("prefix.yaml", valid.substr(0, n));
+    auto config = load({path}, "data");
+    if (!config) {
+      EXPECT_THAT(config.error().message(), HasSubstr(path));
+    }
+  }
+}
+
+TEST(Kubeconfig, ExecPluginGetsClusterInfoAndResolvesRelativeCommand) {
+  TempDir dir;
+  dir.write("bin/plugin.sh",
+            "#!/bin/sh\n"
+            "printf '%s' \"$KUBERNETES_EXEC_INFO\" > \"$INFO_FILE\"\n"
+            "cat <<EOF\n"
+            "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+            "\"status\":{\"token\":\"from-plugin\"}}\n"
+            "EOF\n");
+  fs::permissions(dir.path() + "/bin/plugin.sh", fs::perms::owner_all);
+  const std::string info = dir.path() + "/info.json";
+  const std::string path = dir.write("kc.yaml", R"(apiVersion: v1
+kind: Config
+current-context: ctx
+clusters:
+- name: c
+  cluster:
+    server: https://h:6443
+    certificate-authority-data: aGVsbG8=
+    extensions:
+    - name: client.authentication.k8s.io/exec
+      extension: {audience: egress, retries: 3, quoted: "3", enabled: true}
+contexts:
+- name: ctx
+  context: {cluster: c, user: u}
+users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: ./bin/plugin.sh
+      interactiveMode: Never
+      provideClusterInfo: true
+      env:
+      - name: INFO_FILE
+        value: )" + info + "\n");
+  // The command must resolve against the kubeconfig's folder, not the working directory.
+  ScopedCwd cwd("/");
+  auto config = load({path});
+  ASSERT_TRUE(config) << config.error().message();
+  ASSERT_NE(config->auth, nullptr);
+  auto creds = config->auth->credentials();
+  ASSERT_TRUE(creds) << creds.error().message();
+  EXPECT_EQ(creds->bearerToken, "from-plugin");
+  EXPECT_EQ(readFile(info),
+            R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",)"
+            R"("spec":{"interactive":false,"cluster":{"server":"https://h:6443",)"
+            R"("certificate-authority-data":"aGVsbG8=","config":{"audience":"egress",)"
+            R"("retries":3,"quoted":"3","enabled":true}}}})");
+}
+
+TEST(Kubeconfig, LoadRestConfigOrder) {
+  TempDir dir;
+  const std::string other =
+      dir.write("other.yaml",
+                "current-context: o\nclusters:\n- name: o\n  cluster: {server: https://other}\n"
+                "contexts:\n- name: o\n  context: {cluster: o}\n");
+  dir.write("home/.kube/config",
+            "current-context: h\nclusters:\n- name: h\n  cluster: {server: https://home}\n"
+            "contexts:\n- name: h\n  context: {cluster: h}\n");
+  dir.write("sa/token", "sa-token\n");
+  const InClusterOptions inCluster{dir.path() + "/sa", {}};
+
+  ScopedEnv home("HOME", (dir.path() + "/home").c_str());
+  {
+    ScopedEnv kubeconfig("KUBECONFIG", other.c_str());
+    ScopedEnv host("KUBERNETES_SERVICE_HOST", "10.0.0.1");
+    ScopedEnv port("KUBERNETES_SERVICE_PORT", "443");
+    // The flag beats everything, and the context applies to it.
+    auto flag = loadRestConfig(kFirst, "", inCluster);
+    ASSERT_TRUE(flag) << flag.error().message();
+    EXPECT_EQ(flag->server, "https://dev.example.test:6443");
+    auto flagContext = loadRestConfig(kFirst, "shared", inCluster);
+    ASSERT_TRUE(flagContext) << flagContext.error().message();
+    EXPECT_EQ(flagContext->server, "https://first-shared.example.test");
+    EXPECT_FALSE(loadRestConfig(dir.path() + "/nope.yaml", "", inCluster));
+    // KUBECONFIG beats in-cluster.
+    auto env = loadRestConfig("", "", inCluster);
+    ASSERT_TRUE(env) << env.error().message();
+    EXPECT_EQ(env->server, "https://other");
+  }
+  {
+    ScopedEnv kubeconfig("KUBECONFIG", nullptr);
+    ScopedEnv host("KUBERNETES_SERVICE_HOST", "10.0.0.1");
+    ScopedEnv port("KUBERNETES_SERVICE_PORT", "443");
+    auto inside = loadRestConfig("", "", inCluster);
+    ASSERT_TRUE(inside) << inside.error().message();
+    EXPECT_EQ(inside->server, "https://10.0.0.1:443");
+    // In-cluster fails (no token): ~/.kube/config is the fallback.
+    auto fallback = loadRestConfig("", "", InClusterOptions{dir.path() + "/no-sa", {}});
+    ASSERT_TRUE(fallback) << fallback.error().message();
+    EXPECT_EQ(fallback->server, "https://home");
+  }
+  {
+    ScopedEnv kubeconfig("KUBECONFIG", "");
+    ScopedEnv host("KUBERNETES_SERVICE_HOST", nullptr);
+    auto homeConfig = loadRestConfig("", "", inCluster);
+    ASSERT_TRUE(homeConfig) << homeConfig.error().message();
+    EXPECT_EQ(homeConfig->server, "https://home");
+    ScopedEnv emptyHome("HOME", (dir.path() + "/empty").c_str());
+    auto nothing = loadRestConfig("", "", inCluster);
+    ASSERT_FALSE(nothing);
+    EXPECT_THAT(nothing.error().message(), HasSubstr("no Kubernetes configuration found"));
+    EXPECT_THAT(nothing.error().message(), HasSubstr(dir.path() + "/empty/.kube/config"));
+  }
+}
+
+TEST(Base64, DecodesStandardAlphabetToleratingWhitespace) {
+  EXPECT_EQ(base64Decode("aGVsbG8="), "hello");
+  EXPECT_EQ(base64Decode("aGVs\n bG8=\r\n"), "hello");
+  EXPECT_EQ(base64Decode("aGVsbG8"), "hello");  // unpadded
+  EXPECT_EQ(base64Decode("aGVsbA=="), "hell");
+  EXPECT_EQ(base64Decode(""), "");
+  EXPECT_EQ(base64Decode("+/+/"), std::string("\xfb\xff\xbf", 3));
+  EXPECT_EQ(base64Decode("aGVs*G8="), std::nullopt);
+  EXPECT_EQ(base64Decode("aGVsbG8=aGk="), std::nullopt);  // data after padding
+  EXPECT_EQ(base64Decode("aGVsb"), std::nullopt);         // dangling sextet
+  EXPECT_EQ(base64Decode("aGVsbG8=="), std::nullopt);     // too much padding
+  EXPECT_EQ(base64Decode("===="), std::nullopt);
+  EXPECT_EQ(base64Decode("-_-_"), std::nullopt);  // the URL alphabet is not the standard one
+  for (const std::string& s :
+       {std::string(), std::string("a"), std::string("ab"), std::string("abc"), std::string("abcd"),
+        std::string("\x00\xff\x10 binary", 10)}) {
+    EXPECT_EQ(base64Decode(base64Encode(s)), s);
+  }
+  EXPECT_EQ(base64Encode("hello"), "aGVsbG8=");
+}
+
+}  // namespace
+}  // namespace egress::kube

@@ -1,0 +1,97 @@
+#include "pkg/kube/watch_decoder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace egress::kube {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kStream =
+    R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}})"
+    "\n"
+    R"({"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"2"}}})"
+    "\r\n"
+    "\n"
+    R"({"type":"DELETED","object":{"metadata":{"name":"a","resourceVersion":"3"}}})"
+    "\n";
+
+std::vector<std::string> summarize(const std::vector<WatchEvent>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) {
+    out.push_back(std::string(toString(e.type)) + "/" +
+                  e.object()["metadata"]["resourceVersion"].GetString());
+  }
+  return out;
+}
+
+TEST(WatchDecoder, EveryPairOfSplitPointsYieldsTheSameEvents) {
+  const std::vector<std::string> want{"ADDED/1", "MODIFIED/2", "DELETED/3"};
+  for (size_t i = 0; i <= kStream.size(); ++i) {
+    for (size_t j = i; j <= kStream.size(); j += 7) {
+      WatchDecoder d;
+      std::vector<WatchEvent> events;
+      ASSERT_TRUE(d.feed(std::string_view(kStream).substr(0, i), events));
+      ASSERT_TRUE(d.feed(std::string_view(kStream).substr(i, j - i), events));
+      ASSERT_TRUE(d.feed(std::string_view(kStream).substr(j), events));
+      ASSERT_TRUE(d.finish());
+      ASSERT_EQ(summarize(events), want) << "splits at " << i << ", " << j;
+    }
+  }
+}
+
+TEST(WatchDecoder, ByteByByteFeeding) {
+  WatchDecoder d;
+  std::vector<WatchEvent> events;
+  for (char c : kStream) {
+    ASSERT_TRUE(d.feed(std::string_view(&c, 1), events));
+  }
+  EXPECT_EQ(summarize(events), (std::vector<std::string>{"ADDED/1", "MODIFIED/2", "DELETED/3"}));
+  EXPECT_EQ(d.pending(), 0u);
+}
+
+TEST(WatchDecoder, RejectsMalformedEventsClearly) {
+  auto fail = [](const std::string& line) {
+    WatchDecoder d;
+    std::vector<WatchEvent> events;
+    auto r = d.feed(line + "\n", events);
+    return r ? std::string("accepted") : r.error().message();
+  };
+  EXPECT_THAT(fail("{not json"), HasSubstr("not valid JSON"));
+  EXPECT_THAT(fail("[1,2]"), HasSubstr("not a JSON object"));
+  EXPECT_THAT(fail(R"({"object":{}})"), HasSubstr("without a type"));
+  EXPECT_THAT(fail(R"({"type":"ADDED"})"), HasSubstr("without an object"));
+  EXPECT_THAT(fail(R"({"type":"RENAMED","object":{}})"), HasSubstr("unknown watch event type"));
+}
+
+TEST(WatchDecoder, TruncatedStreamIsReportedAtFinish) {
+  WatchDecoder d;
+  std::vector<WatchEvent> events;
+  ASSERT_TRUE(d.feed(R"({"type":"ADDED","obj)", events));
+  EXPECT_FALSE(d.finish());
+}
+
+TEST(WatchDecoder, OversizedEventIsRefusedInsteadOfBufferedForever) {
+  WatchDecoder d(1024);
+  std::vector<WatchEvent> events;
+  ASSERT_TRUE(d.feed(std::string(1000, ' '), events));
+  auto r = d.feed(std::string(100, ' '), events);
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.error().message(), HasSubstr("larger than 1024"));
+}
+
+TEST(WatchDecoder, ErrorEventCarriesStatus) {
+  WatchDecoder d;
+  std::vector<WatchEvent> events;
+  ASSERT_TRUE(d.feed(
+      R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Gone","message":"x"}})"
+      "\n",
+      events));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, WatchEventType::Error);
+  EXPECT_TRUE(events[0].toError().isGone());
+}
+
+}  // namespace
+}  // namespace egress::kube
