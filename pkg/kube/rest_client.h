@@ -72,14 +72,23 @@ struct DeleteOptions {
   std::optional<int64_t> gracePeriodSeconds;
 };
 
-// A watch in progress. next() yields events in order; nullopt when the server ended the watch
-// cleanly (timeoutSeconds reached); an error for a broken stream or an ERROR event (410 Gone).
-class WatchStream {
+// A watch in progress (client-go's watch.Interface). next() yields events in order; nullopt
+// when the server ended the watch cleanly (timeoutSeconds reached); an error for a broken
+// stream or an ERROR event (410 Gone).
+class Watch {
+ public:
+  virtual ~Watch() = default;
+  virtual net::awaitable<Result<std::optional<WatchEvent>>> next() = 0;
+  // Ends the watch now and closes its connection; a pending next() yields Cancelled.
+  virtual void cancel() = 0;
+};
+
+// The Watch of a real HTTP response stream.
+class WatchStream : public Watch {
  public:
   WatchStream(std::unique_ptr<ResponseStream> stream, std::chrono::milliseconds idleTimeout);
-  net::awaitable<Result<std::optional<WatchEvent>>> next();
-  // Ends the watch now and closes its connection; a pending next() yields Cancelled.
-  void cancel();
+  net::awaitable<Result<std::optional<WatchEvent>>> next() override;
+  void cancel() override;
 
  private:
   std::unique_ptr<ResponseStream> stream_;

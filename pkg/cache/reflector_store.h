@@ -1,0 +1,29 @@
+// File: reflector_store.h
+//
+// What the reflector writes into: the untyped side of the DeltaFIFO. The reflector deals in
+// the API's JSON only (so its coroutine code is compiled once, not per object type); the store
+// decodes each object into its typed, transformed form.
+#pragma once
+
+#include <string>
+
+#include <rapidjson/document.h>
+
+namespace egress::cache {
+
+class ReflectorStore {
+ public:
+  virtual ~ReflectorStore() = default;
+  // A (paginated or streaming) list starts; anything a failed earlier list left is discarded.
+  virtual void startList() = 0;
+  virtual void listItem(const rapidjson::Value& object) = 0;
+  // The list is complete at resourceVersion `rv`: Replace the store's content with it.
+  virtual void finishList(const std::string& rv) = 0;
+  virtual void addJson(const rapidjson::Value& object) = 0;
+  virtual void updateJson(const rapidjson::Value& object) = 0;
+  virtual void removeJson(const rapidjson::Value& object) = 0;
+  virtual void bookmark(const std::string& rv) { (void)rv; }
+  virtual void resync() = 0;
+};
+
+}  // namespace egress::cache
