@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
@@ -88,5 +89,14 @@ class FakeClock : public Clock {
   std::chrono::system_clock::time_point wallStart_;
   std::multimap<TimePoint, class FakeTimer*> waiting_;
 };
+
+// Completion handler for co_spawn of long-running tasks: an exception escaping one must
+// not vanish silently (net::detached would swallow it and leave an informer dead); rethrowing
+// makes io_context::run() fail loudly instead.
+inline void rethrowUnhandled(const std::exception_ptr& e) {
+  if (e) {
+    std::rethrow_exception(e);
+  }
+}
 
 }  // namespace egress

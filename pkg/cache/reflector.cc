@@ -1,7 +1,6 @@
 #include "pkg/cache/reflector.h"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <spdlog/spdlog.h>
 
@@ -86,7 +85,11 @@ net::awaitable<void> Reflector::run() {
   ++running_;
   if (options_.resyncPeriod.count() > 0) {
     ++running_;
-    net::co_spawn(co_await net::this_coro::executor, resyncLoop(), net::detached);
+    // Named locals: g++ 12 miscompiles a co_await inside co_spawn's argument list (the new
+    // coroutine's `this` comes out garbage).
+    auto executor = co_await net::this_coro::executor;
+    auto loop = resyncLoop(this);
+    net::co_spawn(executor, std::move(loop), rethrowUnhandled);
   }
   while (!stopped_) {
     auto result = co_await listAndWatch();
@@ -378,16 +381,17 @@ void Reflector::dispatch(const kube::WatchEvent& event) {
   }
 }
 
-net::awaitable<void> Reflector::resyncLoop() {
-  while (!stopped_) {
-    if (!co_await resyncTimer_->waitUntil(clock_.now() + options_.resyncPeriod) || stopped_) {
+net::awaitable<void> Reflector::resyncLoop(Reflector* self) {
+  while (!self->stopped_) {
+    const auto deadline = self->clock_.now() + self->options_.resyncPeriod;
+    if (!co_await self->resyncTimer_->waitUntil(deadline) || self->stopped_) {
       break;
     }
-    if (!options_.shouldResync || options_.shouldResync()) {
-      store_.resync();
+    if (!self->options_.shouldResync || self->options_.shouldResync()) {
+      self->store_.resync();
     }
   }
-  --running_;
+  --self->running_;
 }
 
 RestListerWatcher::RestListerWatcher(kube::RestClient& client, kube::Resource resource,

@@ -69,7 +69,9 @@ class Reflector {
   net::awaitable<kube::Result<Outcome>> watchList();
   net::awaitable<kube::Result<Ok>> watchLoop();
   net::awaitable<kube::Result<Ok>> handleWatch(kube::Watch& watch);
-  net::awaitable<void> resyncLoop();
+  // Static with an explicit pointer: spawned (not awaited) member coroutines lost `this` under
+  // g++ 12 here.
+  static net::awaitable<void> resyncLoop(Reflector* self);
   net::awaitable<bool> backoffWait();
   std::string relistResourceVersion() const;
   int64_t watchTimeoutSeconds();

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -172,9 +171,9 @@ class SharedIndexInformer : public InformerBase {
       startRegistration(*reg);
     }
     ++running_;
-    net::co_spawn(executor_, runReflector(), net::detached);
+    net::co_spawn(executor_, runReflector(), rethrowUnhandled);
     ++running_;
-    net::co_spawn(executor_, processLoop(), net::detached);
+    net::co_spawn(executor_, processLoop(), rethrowUnhandled);
   }
 
   void stop() override {
@@ -207,7 +206,7 @@ class SharedIndexInformer : public InformerBase {
     }
     reg.running_ = true;
     ++running_;
-    net::co_spawn(executor_, runRegistration(&reg), net::detached);
+    net::co_spawn(executor_, runRegistration(&reg), rethrowUnhandled);
   }
 
   net::awaitable<void> runRegistration(Registration* reg) {

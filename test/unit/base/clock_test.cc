@@ -69,3 +69,33 @@ TEST(RealClock, SleepsForReal) {
 
 }  // namespace
 }  // namespace egress
+
+namespace egress {
+namespace {
+
+net::awaitable<void> waitTwice(Clock* clock, Timer* timer, int* woke) {
+  for (int i = 0; i < 2; ++i) {
+    if (co_await timer->waitUntil(clock->now() + std::chrono::seconds(30))) {
+      ++*woke;
+    }
+  }
+}
+
+TEST(FakeClock, ATimerCanWaitAgainAfterFiring) {
+  net::io_context ioc;
+  FakeClock clock(ioc.get_executor());
+  auto timer = clock.makeTimer();
+  int woke = 0;
+  net::co_spawn(ioc, waitTwice(&clock, timer.get(), &woke), rethrowUnhandled);
+  ioc.poll();
+  clock.advance(std::chrono::seconds(30));
+  ioc.poll();
+  EXPECT_EQ(woke, 1);
+  EXPECT_EQ(clock.waiters(), 1u) << "waiting again, not spinning";
+  clock.advance(std::chrono::seconds(30));
+  ioc.poll();
+  EXPECT_EQ(woke, 2);
+}
+
+}  // namespace
+}  // namespace egress

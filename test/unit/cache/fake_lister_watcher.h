@@ -1,0 +1,79 @@
+// File: fake_lister_watcher.h
+//
+// A scripted ListerWatcher for reflector and informer tests: each list() and watch() call is
+// answered by the test's functions; a FakeWatch hands out events pushed by the test and waits
+// (without blocking the io_context) when it has none, like an idle watch connection.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <rapidjson/document.h>
+
+#include "pkg/apis/meta/decode.h"
+#include "pkg/apis/meta/object_meta.h"
+#include "pkg/base/notifier.h"
+#include "pkg/cache/lister_watcher.h"
+
+namespace egress::cache::testing {
+
+// A fake object type: just metadata and one value.
+struct TestObject {
+  meta::ObjectMeta metadata;
+  std::string value;
+};
+meta::Decoded<TestObject> decodeTestObject(const rapidjson::Value& v);
+std::string objectJson(const std::string& ns, const std::string& name, const std::string& rv,
+                       const std::string& value = "");
+// {"kind":"List","metadata":{"resourceVersion":rv,"continue":cont},"items":[...]}
+rapidjson::Document listDoc(const std::vector<std::string>& items, const std::string& rv,
+                            const std::string& cont = "");
+kube::WatchEvent event(kube::WatchEventType type, const std::string& objectJson);
+kube::Error apiError(int code, const std::string& reason, const std::string& message = "");
+
+class FakeWatch : public kube::Watch {
+ public:
+  struct End {};  // a clean end of the watch
+  using Item = std::variant<kube::WatchEvent, kube::Error, End>;
+
+  explicit FakeWatch(net::any_io_executor ex) : wake_(std::move(ex)) {}
+  void push(Item item) {
+    items_.push_back(std::move(item));
+    wake_.notify();
+  }
+  net::awaitable<kube::Result<std::optional<kube::WatchEvent>>> next() override;
+  void cancel() override {
+    cancelled_ = true;
+    wake_.notify();
+  }
+  bool cancelled() const { return cancelled_; }
+
+ private:
+  std::deque<Item> items_;
+  Notifier wake_;
+  bool cancelled_ = false;
+};
+
+class FakeListerWatcher : public ListerWatcher {
+ public:
+  using ListFn = std::function<kube::Result<rapidjson::Document>(const kube::ListOptions&)>;
+  // Returns the watch to hand out, or an error. The FakeWatch stays owned by the test via
+  // `lastWatch` (a raw pointer valid until the reflector drops it).
+  using WatchFn =
+      std::function<kube::Result<std::unique_ptr<kube::Watch>>(const kube::ListOptions&)>;
+
+  ListFn onList;
+  WatchFn onWatch;
+  std::vector<kube::ListOptions> lists;
+  std::vector<kube::ListOptions> watches;
+
+  net::awaitable<kube::Result<rapidjson::Document>> list(kube::ListOptions options) override;
+  net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> watch(
+      kube::ListOptions options) override;
+  std::string describe() const override { return "fake"; }
+};
+
+}  // namespace egress::cache::testing
