@@ -120,31 +120,64 @@ class RestClient {
              RestClientOptions options = {});
   ~RestClient();
 
+  // The coroutines take every argument explicitly: g++ 12 destroys a default argument's
+  // temporary twice when the call sits in a co_await. The inline overloads below supply the
+  // defaults from ordinary (non-coroutine) functions instead.
   net::awaitable<Result<rapidjson::Document>> get(Resource r, std::string ns, std::string name,
-                                                  std::string subresource = "");
+                                                  std::string subresource);
   // One page; loop on metadata.continue for the rest.
   net::awaitable<Result<rapidjson::Document>> list(Resource r, std::string ns, ListOptions opts);
-  net::awaitable<Result<rapidjson::Document>> create(Resource r, std::string ns, std::string body,
-                                                     WriteOptions opts = {});
+  net::awaitable<Result<rapidjson::Document>> create(Resource r, std::string ns,
+                                                     std::string body, WriteOptions opts);
   // PUT: replaces the object (or a subresource such as "status" or "scale").
-  net::awaitable<Result<rapidjson::Document>> update(Resource r, std::string ns, std::string name,
-                                                     std::string body, WriteOptions opts = {},
-                                                     std::string subresource = "");
+  net::awaitable<Result<rapidjson::Document>> update(Resource r, std::string ns,
+                                                     std::string name, std::string body,
+                                                     WriteOptions opts, std::string subresource);
   net::awaitable<Result<rapidjson::Document>> patch(Resource r, std::string ns, std::string name,
                                                     PatchType type, std::string body,
-                                                    WriteOptions opts = {},
-                                                    std::string subresource = "");
+                                                    WriteOptions opts, std::string subresource);
   // Server-side apply; fieldManager is required by the server.
   net::awaitable<Result<rapidjson::Document>> apply(Resource r, std::string ns, std::string name,
                                                     std::string body, WriteOptions opts,
-                                                    std::string subresource = "");
-  net::awaitable<Result<rapidjson::Document>> remove(Resource r, std::string ns, std::string name,
-                                                     DeleteOptions opts = {});
+                                                    std::string subresource);
+  net::awaitable<Result<rapidjson::Document>> remove(Resource r, std::string ns,
+                                                     std::string name, DeleteOptions opts);
   net::awaitable<Result<std::unique_ptr<WatchStream>>> watch(Resource r, std::string ns,
                                                              ListOptions opts);
   // Any path (e.g. "/readyz", "/version"); the body is returned unparsed.
   net::awaitable<Result<HttpResponse>> raw(std::string method, std::string target,
-                                           std::string body = "");
+                                           std::string body);
+
+  // Defaults: no subresource, no write options, no delete options, no body.
+  net::awaitable<Result<rapidjson::Document>> get(Resource r, std::string ns, std::string name) {
+    return get(std::move(r), std::move(ns), std::move(name), std::string());
+  }
+  net::awaitable<Result<rapidjson::Document>> create(Resource r, std::string ns,
+                                                     std::string body) {
+    return create(std::move(r), std::move(ns), std::move(body), WriteOptions());
+  }
+  net::awaitable<Result<rapidjson::Document>> update(Resource r, std::string ns,
+                                                     std::string name, std::string body) {
+    return update(std::move(r), std::move(ns), std::move(name), std::move(body), WriteOptions(),
+                  std::string());
+  }
+  net::awaitable<Result<rapidjson::Document>> patch(Resource r, std::string ns, std::string name,
+                                                    PatchType type, std::string body) {
+    return patch(std::move(r), std::move(ns), std::move(name), type, std::move(body),
+                 WriteOptions(), std::string());
+  }
+  net::awaitable<Result<rapidjson::Document>> apply(Resource r, std::string ns, std::string name,
+                                                    std::string body, WriteOptions opts) {
+    return apply(std::move(r), std::move(ns), std::move(name), std::move(body), std::move(opts),
+                 std::string());
+  }
+  net::awaitable<Result<rapidjson::Document>> remove(Resource r, std::string ns,
+                                                     std::string name) {
+    return remove(std::move(r), std::move(ns), std::move(name), DeleteOptions());
+  }
+  net::awaitable<Result<HttpResponse>> raw(std::string method, std::string target) {
+    return raw(std::move(method), std::move(target), std::string());
+  }
 
   const RestConfig& config() const { return config_; }
   const std::string& userAgent() const { return userAgent_; }

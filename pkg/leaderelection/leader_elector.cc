@@ -1,0 +1,393 @@
+#include "pkg/leaderelection/leader_elector.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <spdlog/spdlog.h>
+
+namespace egress::leaderelection {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::nanoseconds;
+using std::chrono::seconds;
+
+}  // namespace
+
+Result<Ok, std::string> validateConfig(const LeaderElectionConfig& config) {
+  if (config.leaseDuration <= config.renewDeadline) {
+    return std::string("leaseDuration must be greater than renewDeadline");
+  }
+  // As Go computes it: time.Duration(JitterFactor * float64(RetryPeriod)), in nanoseconds.
+  const auto jittered = nanoseconds(static_cast<int64_t>(
+      kJitterFactor * static_cast<double>(duration_cast<nanoseconds>(config.retryPeriod).count())));
+  if (config.renewDeadline <= jittered) {
+    return std::string("renewDeadline must be greater than retryPeriod*JitterFactor");
+  }
+  if (config.leaseDuration.count() < 1) {
+    return std::string("leaseDuration must be greater than zero");
+  }
+  if (config.renewDeadline.count() < 1) {
+    return std::string("renewDeadline must be greater than zero");
+  }
+  if (config.retryPeriod.count() < 1) {
+    return std::string("retryPeriod must be greater than zero");
+  }
+  // Not in client-go (deliberate): the lease carries leaseDurationSeconds, whole seconds
+  // truncated, and that is what every other candidate waits. With leaseDuration 4.5s and
+  // renewDeadline 4.2s they would wait 4s, less than this leader may keep leading without a
+  // renewal; with leaseDuration under 1s they would wait nothing at all.
+  if (duration_cast<seconds>(config.leaseDuration) <= config.renewDeadline) {
+    return std::string(
+        "leaseDuration, written to the lease in whole seconds, must be greater than "
+        "renewDeadline");
+  }
+  if (!config.callbacks.onStartedLeading) {
+    return std::string("OnStartedLeading callback must not be nil");
+  }
+  if (!config.callbacks.onStoppedLeading) {
+    return std::string("OnStoppedLeading callback must not be nil");
+  }
+  if (config.lock == nullptr) {
+    return std::string("Lock must not be nil.");
+  }
+  if (config.lock->identity().empty()) {
+    return std::string("Lock identity is empty");
+  }
+  return Ok{};
+}
+
+Result<std::unique_ptr<LeaderElector>, std::string> LeaderElector::create(
+    Clock& clock, LeaderElectionConfig config, prometheus::Registry* registry) {
+  auto valid = validateConfig(config);
+  if (!valid) {
+    return valid.error();
+  }
+  return std::unique_ptr<LeaderElector>(new LeaderElector(clock, std::move(config), registry));
+}
+
+LeaderElector::LeaderElector(Clock& clock, LeaderElectionConfig config,
+                             prometheus::Registry* registry)
+    : clock_(clock),
+      config_(std::move(config)),
+      metrics_(registry, config_.name),
+      timer_(clock.makeTimer()) {
+  // client-go sets the gauge off when the elector is built, so it exists (as 0) from the start.
+  metrics_.leaderOff();
+  if (!config_.random) {
+    auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
+    config_.random = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
+  }
+}
+
+LeaderElector::~LeaderElector() = default;
+
+void LeaderElector::stop() {
+  stopping_ = true;
+  timer_->cancel();
+}
+
+net::awaitable<void> LeaderElector::run() {
+  if (started_) {
+    spdlog::error("leader election {}: run() called twice; an elector campaigns once",
+                  config_.lock->describe());
+    co_return;
+  }
+  started_ = true;
+  executor_ = co_await net::this_coro::executor;
+
+  std::optional<Clock::TimePoint> acquiredAt = co_await acquire();
+  if (acquiredAt) {
+    leading_ = true;
+    metrics_.leaderOn();
+    spdlog::info("leader election: {} successfully acquired lease {}", identity(),
+                 config_.lock->describe());
+    config_.callbacks.onStartedLeading();
+    if (!stopping_) {
+      co_await renew(*acquiredAt);
+    }
+    leading_ = false;
+    metrics_.leaderOff();
+    spdlog::info("leader election: {} stopped leading {}", identity(), config_.lock->describe());
+  }
+  // client-go defers OnStoppedLeading, so it runs even for a candidate that never led, and
+  // after release(). We call it BEFORE releasing (deliberate): it is our only signal to the work
+  // the lease guards, and that work must have stopped before a successor can take the lease
+  // (what client-go's ReleaseOnCancel documentation demands of the caller).
+  config_.callbacks.onStoppedLeading();
+  co_await waitForInflight();
+  // client-go releases when renew() returns with ReleaseOnCancel, whatever the reason. A request
+  // that completed after we stopped waiting (stop() during acquire) may have made us holder too.
+  if (config_.releaseOnCancel && observedSelfAsHolder()) {
+    co_await release();
+  }
+}
+
+// client-go's acquire: wait.JitterUntil(tryAcquireOrRenew, RetryPeriod, JitterFactor, sliding):
+// the first attempt at once, then one every Jitter(RetryPeriod, 1.2) after the previous ended.
+net::awaitable<std::optional<Clock::TimePoint>> LeaderElector::acquire() {
+  spdlog::info("leader election: {} attempting to acquire lease {}", identity(),
+               config_.lock->describe());
+  while (!stopping_) {
+    const auto start = clock_.now();
+    const bool acquired = co_await attempt(Operation::Kind::TryAcquireOrRenew,
+                                           Clock::TimePoint::max(), /*stoppable=*/true);
+    maybeReportTransition();
+    if (acquired) {
+      co_return start;
+    }
+    const bool slept = co_await sleepUntil(clock_.now() + jitter(config_.retryPeriod));
+    if (!slept) {
+      break;
+    }
+  }
+  co_return std::nullopt;
+}
+
+// client-go's renew: every RetryPeriod (sliding) a poll that tries at once and then every
+// RetryPeriod until it succeeds or RenewDeadline passes. Deliberate differences:
+//  - The deadline counts from the start of the last SUCCESSFUL renewal (the earliest moment the
+//    write can have landed), not from the start of the poll. client-go's allows up to
+//    RetryPeriod + RenewDeadline after it, which with short timings (4s/3s/1s) leaves no margin
+//    before the others' LeaseDuration runs out; ours keeps LeaseDuration - RenewDeadline.
+//  - A request still in flight at the deadline does not extend it (attempt() stops waiting).
+//  - Seeing another holder in the lock ends leadership at once: someone took the lease, and
+//    leading on until the deadline would make two leaders.
+net::awaitable<void> LeaderElector::renew(Clock::TimePoint acquiredAt) {
+  auto lastRenew = acquiredAt;
+  auto nextAttempt = clock_.now() + config_.retryPeriod;
+  for (;;) {
+    const auto deadline = lastRenew + config_.renewDeadline;
+    const bool slept = co_await sleepUntil(std::min(nextAttempt, deadline));
+    if (!slept) {
+      co_return;
+    }
+    if (clock_.now() >= deadline) {
+      spdlog::warn("leader election: {} failed to renew lease {}: no renewal for {} ms", identity(),
+                   config_.lock->describe(), config_.renewDeadline.count());
+      co_return;
+    }
+    const auto start = clock_.now();
+    const bool renewed =
+        co_await attempt(Operation::Kind::TryAcquireOrRenew, deadline, /*stoppable=*/true);
+    if (stopping_) {
+      co_return;
+    }
+    maybeReportTransition();
+    if (renewed) {
+      lastRenew = start;
+      nextAttempt = clock_.now() + config_.retryPeriod;
+      continue;
+    }
+    if (!observedRecord_.holderIdentity.empty() && !observedSelfAsHolder()) {
+      spdlog::warn("leader election: {} lost lease {} to {}", identity(), config_.lock->describe(),
+                   observedRecord_.holderIdentity);
+      co_return;
+    }
+    // PollUntilContextTimeout is not sliding: the next try is RetryPeriod after this one began.
+    nextAttempt = start + config_.retryPeriod;
+  }
+}
+
+// client-go's release runs with a timeout of RenewDeadline on a fresh context: so here, and it
+// is not cut short by stop() (stop() is what asked for it).
+net::awaitable<void> LeaderElector::release() {
+  const auto deadline = clock_.now() + config_.renewDeadline;
+  const bool released = co_await attempt(Operation::Kind::Release, deadline, /*stoppable=*/false);
+  if (released) {
+    spdlog::info("leader election: {} released lease {}", identity(), config_.lock->describe());
+  } else {
+    spdlog::warn("leader election: {} could not release lease {}", identity(),
+                 config_.lock->describe());
+  }
+  co_await waitForInflight();
+}
+
+net::awaitable<bool> LeaderElector::tryAcquireOrRenew() {
+  const auto now = clock_.now();
+  const auto wallNow = clock_.wallNow();
+  LeaderElectionRecord record;
+  record.holderIdentity = identity();
+  record.leaseDurationSeconds =
+      static_cast<int32_t>(duration_cast<seconds>(config_.leaseDuration).count());
+  record.acquireTime = wallNow;
+  record.renewTime = wallNow;
+
+  // 1. Fast path: the leader updates optimistically, assuming the version it wrote last is
+  // still the current one.
+  if (observedSelfAsHolder() && isLeaseValid(now)) {
+    record.acquireTime = observedRecord_.acquireTime;
+    record.leaderTransitions = observedRecord_.leaderTransitions;
+    auto updated = co_await config_.lock->update(record);
+    if (updated) {
+      setObservedRecord(record);
+      co_return true;
+    }
+    spdlog::warn(
+        "leader election: failed to update lock {} optimistically: {}; falling back "
+        "to slow path",
+        config_.lock->describe(), updated.error().message());
+  }
+
+  // 2. Obtain or create the record.
+  auto got = co_await config_.lock->get();
+  if (!got) {
+    if (!got.error().isNotFound()) {
+      spdlog::warn("leader election: error retrieving lock {}: {}", config_.lock->describe(),
+                   got.error().message());
+      co_return false;
+    }
+    auto created = co_await config_.lock->create(record);
+    if (!created) {
+      spdlog::warn("leader election: error initially creating lock {}: {}",
+                   config_.lock->describe(), created.error().message());
+      co_return false;
+    }
+    setObservedRecord(record);
+    co_return true;
+  }
+
+  // 3. A record that changed since the last read restarts the expiry clock: observedTime is
+  // the LOCAL now; the record's own renewTime is never looked at.
+  if (!lastFetched_ || *lastFetched_ != got->record) {
+    setObservedRecord(got->record);
+    lastFetched_ = got->record;
+  }
+  // An empty holder (a released lease) may be taken at once.
+  if (!got->record.holderIdentity.empty() && isLeaseValid(now) && !observedSelfAsHolder()) {
+    spdlog::debug("leader election: lock {} is held by {} and has not yet expired",
+                  config_.lock->describe(), got->record.holderIdentity);
+    co_return false;
+  }
+
+  // 4. Write our record: a renewal keeps acquireTime and the transition count, a takeover
+  // counts one more transition.
+  if (observedSelfAsHolder()) {
+    record.acquireTime = got->record.acquireTime;
+    record.leaderTransitions = got->record.leaderTransitions;
+    metrics_.slowpathExercised();
+  } else {
+    record.leaderTransitions = got->record.leaderTransitions + 1;
+  }
+  auto updated = co_await config_.lock->update(record);
+  if (!updated) {
+    spdlog::warn("leader election: failed to update lock {}: {}", config_.lock->describe(),
+                 updated.error().message());
+    co_return false;
+  }
+  setObservedRecord(record);
+  co_return true;
+}
+
+// client-go's release, retrying on Conflict until `deadline`. Deliberate difference: whether we
+// hold the lease is judged from the record just read, not from the last observed one, so a
+// candidate that lost the lease unknowingly never blanks its successor's record.
+net::awaitable<bool> LeaderElector::releaseLease(Clock::TimePoint deadline) {
+  for (;;) {
+    auto got = co_await config_.lock->get();
+    if (!got) {
+      spdlog::warn("leader election: error retrieving lock {} to release it: {}",
+                   config_.lock->describe(), got.error().message());
+      co_return false;
+    }
+    if (got->record.holderIdentity != identity()) {
+      co_return true;
+    }
+    const auto wallNow = clock_.wallNow();
+    LeaderElectionRecord released;
+    released.leaseDurationSeconds = 1;
+    released.acquireTime = wallNow;
+    released.renewTime = wallNow;
+    released.leaderTransitions = got->record.leaderTransitions;
+    auto updated = co_await config_.lock->update(released);
+    if (updated) {
+      setObservedRecord(released);
+      co_return true;
+    }
+    if (!updated.error().isConflict() || clock_.now() >= deadline) {
+      spdlog::warn("leader election: failed to release lock {}: {}", config_.lock->describe(),
+                   updated.error().message());
+      co_return false;
+    }
+  }
+}
+
+net::awaitable<bool> LeaderElector::attempt(Operation::Kind kind, Clock::TimePoint deadline,
+                                            bool stoppable) {
+  auto op = std::make_shared<Operation>(kind);
+  inflight_ = op;
+  net::co_spawn(executor_, runOperation(op, deadline), net::detached);
+  while (!op->done && !(stoppable && stopping_) && clock_.now() < deadline) {
+    co_await timer_->waitUntil(deadline);
+  }
+  if (!op->done) {
+    co_return false;  // still in flight: run() waits for it before it returns
+  }
+  inflight_.reset();
+  co_return op->succeeded;
+}
+
+net::awaitable<void> LeaderElector::runOperation(std::shared_ptr<Operation> op,
+                                                 Clock::TimePoint deadline) {
+  bool succeeded = false;
+  if (op->kind == Operation::Kind::Release) {
+    succeeded = co_await releaseLease(deadline);
+  } else {
+    succeeded = co_await tryAcquireOrRenew();
+  }
+  op->succeeded = succeeded;
+  op->done = true;
+  timer_->cancel();  // wakes whoever waits for this operation
+}
+
+net::awaitable<void> LeaderElector::waitForInflight() {
+  while (inflight_ && !inflight_->done) {
+    co_await timer_->waitUntil(Clock::TimePoint::max());
+  }
+  inflight_.reset();
+}
+
+net::awaitable<bool> LeaderElector::sleepUntil(Clock::TimePoint t) {
+  while (!stopping_ && clock_.now() < t) {
+    co_await timer_->waitUntil(t);
+  }
+  co_return !stopping_;
+}
+
+// The holder's leaseDurationSeconds (from the record), counted from when WE saw it change.
+bool LeaderElector::isLeaseValid(Clock::TimePoint now) const {
+  return observedTime_ + seconds(observedRecord_.leaseDurationSeconds) > now;
+}
+
+bool LeaderElector::observedSelfAsHolder() const {
+  return observedRecord_.holderIdentity == identity();
+}
+
+void LeaderElector::setObservedRecord(const LeaderElectionRecord& record) {
+  observedRecord_ = record;
+  observedTime_ = clock_.now();
+}
+
+// client-go calls OnNewLeader in a goroutine; here it is a plain call (callbacks don't block).
+void LeaderElector::maybeReportTransition() {
+  if (observedRecord_.holderIdentity == reportedLeader_) {
+    return;
+  }
+  reportedLeader_ = observedRecord_.holderIdentity;
+  if (config_.callbacks.onNewLeader) {
+    config_.callbacks.onNewLeader(reportedLeader_);
+  }
+}
+
+// wait.Jitter(d, JitterFactor): d + random * 1.2 * d, in [d, 2.2d).
+Clock::Duration LeaderElector::jitter(Clock::Duration d) {
+  const double r = config_.random();
+  return d + duration_cast<Clock::Duration>(std::chrono::duration<double, Clock::Duration::period>(
+                 r * kJitterFactor * static_cast<double>(d.count())));
+}
+
+}  // namespace egress::leaderelection
