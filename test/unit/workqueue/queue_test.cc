@@ -1,0 +1,422 @@
+// Tests for pkg/workqueue/queue.h, mirroring client-go's util/workqueue/queue_test.go
+// (runtime-anchors §2.1). Workers are coroutines on one io_context; "processing takes time" is
+// a FakeClock sleep, so several workers really hold items at once.
+#include "pkg/workqueue/queue.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <gtest/gtest.h>
+
+#include "test/testutil/run_sync.h"
+#include "test/unit/workqueue/testing.h"
+
+namespace egress::workqueue::testing {
+namespace {
+
+namespace net = boost::asio;
+using testutil::spawnInto;
+
+// What the workers saw, shared by all of them.
+struct Observed {
+  std::set<std::string> inFlight;
+  std::map<std::string, int> processed;
+  int concurrentViolations = 0;
+  int addedAfterShutdown = 0;
+};
+
+// A client-go style worker: take, "work" for `work` of fake time, done. When reAddUpTo > 0 it
+// re-adds the item while processing it until the item has been processed that many times.
+net::awaitable<bool> worker(Queue<std::string>* queue, Clock* clock, Observed* seen,
+                            Clock::Duration work, int reAddUpTo) {
+  while (true) {
+    std::optional<std::string> item = co_await queue->get();
+    if (!item) {
+      co_return true;
+    }
+    if (*item == "added after shutdown!") {
+      ++seen->addedAfterShutdown;
+    }
+    if (!seen->inFlight.insert(*item).second) {
+      ++seen->concurrentViolations;
+    }
+    const int times = ++seen->processed[*item];
+    if (times < reAddUpTo) {
+      queue->add(*item);
+    }
+    co_await clock->sleepFor(work);
+    seen->inFlight.erase(*item);
+    queue->done(*item);
+  }
+}
+
+net::awaitable<bool> producer(Queue<std::string>* queue, Clock* clock, int id, int times) {
+  for (int j = 0; j < times; ++j) {
+    queue->add(std::to_string(id));
+    co_await clock->sleepFor(milliseconds(1));
+  }
+  co_return true;
+}
+
+// A producer that is also a worker: adds, then takes from the queue without parking.
+net::awaitable<Item> addThenGet(Queue<std::string>* queue, std::string item) {
+  queue->add(item);
+  co_return co_await queue->get();
+}
+
+// get() raced against a fake-time timeout: the get is cancelled if the timeout wins.
+net::awaitable<std::variant<Item, bool>> getOrTimeout(Queue<std::string>* queue, Clock* clock,
+                                                      Clock::Duration timeout) {
+  using namespace boost::asio::experimental::awaitable_operators;
+  co_return co_await (queue->get() || clock->sleepFor(timeout));
+}
+
+bool allDone(const std::vector<std::optional<bool>>& flags) {
+  for (const auto& f : flags) {
+    if (!f) {
+      return false;
+    }
+  }
+  return true;
+}
+
+class QueueTest : public WorkqueueTest, public ::testing::WithParamInterface<bool> {};
+
+// runtime-anchors §2.1 items 1-5 (TestBasic): 50 producers x 50 adds, 10 workers taking 3ms per
+// item; shut down with ShutDown or ShutDownWithDrain (the parameter). Every item is processed,
+// never by two workers at once, nothing added after shutdown is handed out, workers all exit.
+TEST_P(QueueTest, BasicSeveralProducersAndWorkers) {
+  const bool withDrain = GetParam();
+  Queue<std::string> queue(config());
+  Observed seen;
+  std::vector<std::optional<bool>> producers(50);
+  std::vector<std::optional<bool>> workers(10);
+  for (int i = 0; i < 50; ++i) {
+    spawnInto(ioc_, producer(&queue, &clock_, i, 50), producers[i]);
+  }
+  for (auto& w : workers) {
+    spawnInto(ioc_, worker(&queue, &clock_, &seen, milliseconds(3), 0), w);
+  }
+  for (int step = 0; step < 1000 && !allDone(producers); ++step) {
+    advance(milliseconds(1));
+  }
+  ASSERT_TRUE(allDone(producers));
+
+  std::optional<bool> drained;
+  if (withDrain) {
+    spawnInto(ioc_, drain(&queue), drained);
+  } else {
+    queue.shutDown();
+  }
+  poll();
+  queue.add("added after shutdown!");
+  for (int step = 0; step < 10000 && !allDone(workers); ++step) {
+    advance(milliseconds(1));
+  }
+  EXPECT_TRUE(allDone(workers));
+  EXPECT_EQ(drained.has_value(), withDrain);
+  EXPECT_EQ(seen.addedAfterShutdown, 0);
+  EXPECT_EQ(seen.concurrentViolations, 0);
+  EXPECT_EQ(seen.processed.size(), 50u);
+  EXPECT_EQ(queue.len(), 0u);
+}
+
+// runtime-anchors §2.1 items 1 and 3 (TestAddWhileProcessing): every worker re-adds the item it
+// is processing once; each item is then processed exactly twice, never concurrently.
+TEST_P(QueueTest, AddWhileProcessing) {
+  const bool withDrain = GetParam();
+  Queue<std::string> queue(config());
+  Observed seen;
+  std::vector<std::optional<bool>> workers(10);
+  for (int i = 0; i < 50; ++i) {
+    queue.add(std::to_string(i));
+  }
+  for (auto& w : workers) {
+    spawnInto(ioc_, worker(&queue, &clock_, &seen, milliseconds(2), 2), w);
+  }
+  for (int step = 0; step < 200; ++step) {
+    advance(milliseconds(1));
+  }
+  std::optional<bool> drained;
+  if (withDrain) {
+    spawnInto(ioc_, drain(&queue), drained);
+  } else {
+    queue.shutDown();
+  }
+  for (int step = 0; step < 100 && !allDone(workers); ++step) {
+    advance(milliseconds(1));
+  }
+  EXPECT_TRUE(allDone(workers));
+  EXPECT_EQ(drained.has_value(), withDrain);
+  EXPECT_EQ(seen.concurrentViolations, 0);
+  ASSERT_EQ(seen.processed.size(), 50u);
+  for (const auto& [item, times] : seen.processed) {
+    EXPECT_EQ(times, 2) << item;
+  }
+  EXPECT_EQ(queue.len(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(ShutDownOrDrain, QueueTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Drain" : "ShutDown"; });
+
+// runtime-anchors §2.1 items 1 and 4 (TestLen, TestCollapse): adding an item that is already
+// waiting is a no-op; len() counts queued items only.
+TEST_F(WorkqueueTest, AddOfDirtyItemIsDeduped) {
+  Queue<std::string> queue(config());
+  queue.add("foo");
+  EXPECT_EQ(queue.len(), 1u);
+  queue.add("bar");
+  EXPECT_EQ(queue.len(), 2u);
+  queue.add("foo");
+  EXPECT_EQ(queue.len(), 2u);
+  EXPECT_EQ(getNow(queue), Item("foo"));
+  EXPECT_EQ(getNow(queue), Item("bar"));
+  EXPECT_EQ(queue.len(), 0u);
+}
+
+// runtime-anchors §2.1 items 1-4 (TestReinsert): an item added while processing is not queued
+// until done(), then comes back exactly once.
+TEST_F(WorkqueueTest, ReAddWhileProcessingIsQueuedAfterDone) {
+  Queue<std::string> queue(config());
+  queue.add("foo");
+  EXPECT_EQ(getNow(queue), Item("foo"));
+  queue.add("foo");
+  EXPECT_EQ(queue.len(), 0u);  // in flight, not queued
+  queue.done("foo");
+  EXPECT_EQ(queue.len(), 1u);
+  EXPECT_EQ(getNow(queue), Item("foo"));
+  queue.done("foo");
+  EXPECT_EQ(queue.len(), 0u);
+}
+
+// runtime-anchors §2.1 items 1 and 3 (TestCollapseWhileProcessing): two adds while processing
+// collapse into one, and a second worker waiting in get() is not handed the item until the
+// first calls done().
+TEST_F(WorkqueueTest, ItemIsNeverHandedToTwoWorkers) {
+  Queue<std::string> queue(config());
+  queue.add("foo");
+  EXPECT_EQ(getNow(queue), Item("foo"));
+  queue.add("foo");
+  queue.add("foo");
+  std::optional<Item> secondResult;
+  spawnInto(ioc_, getItem(&queue), secondResult);
+  poll();
+  EXPECT_FALSE(secondResult.has_value());
+  EXPECT_EQ(queue.len(), 0u);
+  queue.done("foo");
+  poll();
+  ASSERT_TRUE(secondResult.has_value());
+  EXPECT_EQ(*secondResult, Item("foo"));
+  EXPECT_EQ(queue.len(), 0u);  // once, not twice
+  queue.done("foo");
+  EXPECT_EQ(queue.len(), 0u);
+}
+
+// runtime-anchors §2.1 items 1-2 (fairness; one wake per item): three workers parked in get();
+// one add wakes exactly one of them (the one that waited longest), two more adds the others.
+TEST_F(WorkqueueTest, WakesAsManyGettersAsItemsArrive) {
+  Queue<std::string> queue(config());
+  std::vector<std::optional<Item>> got(3);
+  for (auto& g : got) {
+    spawnInto(ioc_, getItem(&queue), g);
+  }
+  poll();
+  queue.add("a");
+  poll();
+  ASSERT_TRUE(got[0].has_value());
+  EXPECT_EQ(*got[0], Item("a"));
+  EXPECT_FALSE(got[1].has_value());
+  EXPECT_FALSE(got[2].has_value());
+  queue.add("b");
+  queue.add("c");
+  poll();
+  ASSERT_TRUE(got[1].has_value());
+  ASSERT_TRUE(got[2].has_value());
+  EXPECT_EQ(*got[1], Item("b"));
+  EXPECT_EQ(*got[2], Item("c"));
+}
+
+// runtime-anchors §2.1 "fair" (our addition): a woken getter whose item was taken first by a
+// running coroutine goes back to the head of the line, not behind getters that came later.
+TEST_F(WorkqueueTest, WokenGetterThatFindsNothingKeepsItsPlace) {
+  Queue<std::string> queue(config());
+  std::vector<std::optional<Item>> got(2);
+  for (auto& g : got) {
+    spawnInto(ioc_, getItem(&queue), g);
+  }
+  poll();
+  std::optional<Item> stolen;
+  spawnInto(ioc_, addThenGet(&queue, "x"), stolen);  // wakes got[0], then takes "x" itself
+  poll();
+  ASSERT_TRUE(stolen.has_value());
+  EXPECT_EQ(*stolen, Item("x"));
+  EXPECT_FALSE(got[0].has_value());
+  queue.add("y");
+  poll();
+  ASSERT_TRUE(got[0].has_value());
+  EXPECT_EQ(*got[0], Item("y"));
+  EXPECT_FALSE(got[1].has_value());
+  queue.shutDown();
+  poll();
+}
+
+// runtime-anchors §2.1 items 2 and 5: shutDown() wakes every parked getter with nullopt.
+TEST_F(WorkqueueTest, ShutDownWakesWaitingGetters) {
+  Queue<std::string> queue(config());
+  std::vector<std::optional<Item>> got(3);
+  for (auto& g : got) {
+    spawnInto(ioc_, getItem(&queue), g);
+  }
+  poll();
+  EXPECT_FALSE(queue.shuttingDown());
+  queue.shutDown();
+  EXPECT_TRUE(queue.shuttingDown());
+  poll();
+  for (const auto& g : got) {
+    ASSERT_TRUE(g.has_value());
+    EXPECT_EQ(*g, std::nullopt);
+  }
+}
+
+// runtime-anchors §2.1 items 1 and 2: after ShutDown, adds are ignored but what was queued is
+// still handed out, then get() returns nullopt.
+TEST_F(WorkqueueTest, QueuedItemsAreStillHandedOutAfterShutDown) {
+  Queue<std::string> queue(config());
+  queue.add("a");
+  queue.add("b");
+  queue.shutDown();
+  queue.add("c");
+  EXPECT_EQ(queue.len(), 2u);
+  EXPECT_EQ(getNow(queue), Item("a"));
+  EXPECT_EQ(getNow(queue), Item("b"));
+  EXPECT_EQ(getNow(queue), std::nullopt);
+}
+
+// runtime-anchors §2.1 item 6 (TestQueueDrainageUsingShutDownWithDrain): the drain waits until
+// both in-flight items are done; getters meanwhile see the shutdown.
+TEST_F(WorkqueueTest, QueueDrainageUsingShutDownWithDrain) {
+  Queue<std::string> queue(config());
+  queue.add("foo");
+  queue.add("bar");
+  const Item first = getNow(queue);
+  const Item second = getNow(queue);
+  std::optional<bool> drained;
+  spawnInto(ioc_, drain(&queue), drained);
+  poll();
+  EXPECT_FALSE(drained.has_value());
+  EXPECT_EQ(getNow(queue), std::nullopt);
+  queue.done(*first);
+  poll();
+  EXPECT_FALSE(drained.has_value());
+  queue.done(*second);
+  poll();
+  EXPECT_TRUE(drained.has_value());
+}
+
+// runtime-anchors §2.1 item 5 (TestNoQueueDrainageUsingShutDown): ShutDown does not wait for
+// in-flight items; it returns at once (it is not even a coroutine).
+TEST_F(WorkqueueTest, NoQueueDrainageUsingShutDown) {
+  Queue<std::string> queue(config());
+  queue.add("foo");
+  queue.add("bar");
+  getNow(queue);
+  getNow(queue);
+  queue.shutDown();
+  EXPECT_TRUE(queue.shuttingDown());
+  EXPECT_EQ(getNow(queue), std::nullopt);
+}
+
+// runtime-anchors §2.1 item 6, "a later ShutDown aborts the wait"
+// (TestForceQueueShutdownUsingShutDown).
+TEST_F(WorkqueueTest, ForceQueueShutdownUsingShutDown) {
+  Queue<std::string> queue(config());
+  queue.add("foo");
+  queue.add("bar");
+  getNow(queue);
+  getNow(queue);
+  std::optional<bool> drained;
+  spawnInto(ioc_, drain(&queue), drained);
+  poll();
+  EXPECT_FALSE(drained.has_value());
+  queue.shutDown();
+  poll();
+  EXPECT_TRUE(drained.has_value());
+}
+
+// runtime-anchors §2.1 items 3 and 6 (TestQueueDrainageUsingShutDownWithDrainWithDirtyItem):
+// during a drain, done() of an item re-added while processing puts it back, and a getter
+// receives it before finally seeing the shutdown.
+TEST_F(WorkqueueTest, QueueDrainageUsingShutDownWithDrainWithDirtyItem) {
+  Queue<std::string> queue(config());
+  queue.add("foo");
+  const Item gotten = getNow(queue);
+  queue.add("foo");
+  std::optional<bool> drained;
+  spawnInto(ioc_, drain(&queue), drained);
+  poll();
+  EXPECT_FALSE(drained.has_value());
+  EXPECT_EQ(getNow(queue), std::nullopt);
+  queue.done(*gotten);
+  const Item again = getNow(queue);
+  EXPECT_EQ(again, Item("foo"));
+  queue.done(*again);
+  EXPECT_EQ(getNow(queue), std::nullopt);
+  poll();
+  EXPECT_TRUE(drained.has_value());
+}
+
+// Deliberate deviation from runtime-anchors §2.1 item 3 (see QueueState::done): done() of an
+// item nobody is processing must not queue it a second time (client-go would, and two workers
+// could then hold it).
+TEST_F(WorkqueueTest, DoneOfAnItemNotBeingProcessedIsIgnored) {
+  Queue<std::string> queue(config());
+  queue.add("foo");
+  queue.done("foo");
+  EXPECT_EQ(queue.len(), 1u);
+  EXPECT_EQ(getNow(queue), Item("foo"));
+  EXPECT_EQ(queue.len(), 0u);
+}
+
+// runtime-anchors §2.1 item 5, lifetime: destroying the queue shuts it down, and workers parked
+// in get() wake with nullopt instead of touching freed memory.
+TEST_F(WorkqueueTest, DestroyingTheQueueReleasesParkedGetters) {
+  auto queue = std::make_unique<Queue<std::string>>(config());
+  std::vector<std::optional<Item>> got(2);
+  for (auto& g : got) {
+    spawnInto(ioc_, getItem(queue.get()), g);
+  }
+  poll();
+  queue.reset();
+  poll();
+  for (const auto& g : got) {
+    ASSERT_TRUE(g.has_value());
+    EXPECT_EQ(*g, std::nullopt);
+  }
+}
+
+// runtime-anchors §2.1 item 2, cancellation (our addition): a get() cancelled by Asio (here by
+// losing an `||` race to a timeout) leaves the line and takes nothing, so the next item goes
+// to the next getter.
+TEST_F(WorkqueueTest, CancelledGetTakesNothing) {
+  Queue<std::string> queue(config());
+  std::optional<std::variant<Item, bool>> raced;
+  spawnInto(ioc_, getOrTimeout(&queue, &clock_, seconds(1)), raced);
+  poll();
+  EXPECT_FALSE(raced.has_value());
+  advance(seconds(1));
+  ASSERT_TRUE(raced.has_value());
+  EXPECT_EQ(raced->index(), 1u);
+  queue.add("a");
+  EXPECT_EQ(queue.len(), 1u);
+  EXPECT_EQ(getNow(queue), Item("a"));
+}
+
+}  // namespace
+}  // namespace egress::workqueue::testing
