@@ -50,7 +50,7 @@ demo: testenv build
 	hack/demo.sh $(BUILD_DIR)
 
 bench: testenv build
-	@echo "bench: no benchmarks yet"
+	hack/bench.sh $(BUILD_DIR)
 
 docker-build:
 	docker build -t $(IMAGE) .

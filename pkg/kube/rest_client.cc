@@ -231,7 +231,8 @@ RestClient::RestClient(net::any_io_executor executor, const RestConfig& config,
       transport_(std::move(transport)),
       metrics_(metrics != nullptr ? std::make_unique<ClientMetrics>(*metrics) : nullptr),
       options_(options),
-      bucket_(config.qps, config.burst),
+      // QPS <= 0 turns the client-side limiter off, as in client-go's rest.Config.
+      bucket_(config.qps > 0 ? config.qps : TokenBucket::kInf, std::max(1, config.burst)),
       userAgent_(config.userAgent.empty() ? kDefaultUserAgent : config.userAgent),
       activeClientCert_(config.clientCertPem) {}
 
@@ -244,9 +245,9 @@ net::awaitable<void> RestClient::sleep(std::chrono::milliseconds d) {
 }
 
 net::awaitable<Result<Ok>> RestClient::waitForToken(const std::string& verb) {
-  const auto start = TokenBucket::Clock::now();
+  const auto start = std::chrono::steady_clock::now();
   const auto wait = bucket_.reserve(start);
-  if (wait > TokenBucket::Clock::duration::zero()) {
+  if (wait > TokenBucket::Duration::zero()) {
     net::steady_timer timer(executor_, wait);
     auto [ec] = co_await timer.async_wait(kUseTuple);
     if (ec) {
@@ -256,7 +257,7 @@ net::awaitable<Result<Ok>> RestClient::waitForToken(const std::string& verb) {
   if (metrics_) {
     metrics_->observeRateLimiter(
         verb, transport_->hostLabel(),
-        std::chrono::duration<double>(TokenBucket::Clock::now() - start).count());
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   co_return Ok{};
 }

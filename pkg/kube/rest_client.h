@@ -23,9 +23,9 @@
 #include <boost/asio/awaitable.hpp>
 #include <rapidjson/document.h>
 
+#include "pkg/base/token_bucket.h"
 #include "pkg/kube/errors.h"
 #include "pkg/kube/rest_config.h"
-#include "pkg/kube/token_bucket.h"
 #include "pkg/kube/transport.h"
 #include "pkg/kube/watch_decoder.h"
 
@@ -127,12 +127,12 @@ class RestClient {
                                                   std::string subresource);
   // One page; loop on metadata.continue for the rest.
   net::awaitable<Result<rapidjson::Document>> list(Resource r, std::string ns, ListOptions opts);
-  net::awaitable<Result<rapidjson::Document>> create(Resource r, std::string ns,
-                                                     std::string body, WriteOptions opts);
+  net::awaitable<Result<rapidjson::Document>> create(Resource r, std::string ns, std::string body,
+                                                     WriteOptions opts);
   // PUT: replaces the object (or a subresource such as "status" or "scale").
-  net::awaitable<Result<rapidjson::Document>> update(Resource r, std::string ns,
-                                                     std::string name, std::string body,
-                                                     WriteOptions opts, std::string subresource);
+  net::awaitable<Result<rapidjson::Document>> update(Resource r, std::string ns, std::string name,
+                                                     std::string body, WriteOptions opts,
+                                                     std::string subresource);
   net::awaitable<Result<rapidjson::Document>> patch(Resource r, std::string ns, std::string name,
                                                     PatchType type, std::string body,
                                                     WriteOptions opts, std::string subresource);
@@ -140,8 +140,8 @@ class RestClient {
   net::awaitable<Result<rapidjson::Document>> apply(Resource r, std::string ns, std::string name,
                                                     std::string body, WriteOptions opts,
                                                     std::string subresource);
-  net::awaitable<Result<rapidjson::Document>> remove(Resource r, std::string ns,
-                                                     std::string name, DeleteOptions opts);
+  net::awaitable<Result<rapidjson::Document>> remove(Resource r, std::string ns, std::string name,
+                                                     DeleteOptions opts);
   net::awaitable<Result<std::unique_ptr<WatchStream>>> watch(Resource r, std::string ns,
                                                              ListOptions opts);
   // Any path (e.g. "/readyz", "/version"); the body is returned unparsed.
@@ -152,12 +152,11 @@ class RestClient {
   net::awaitable<Result<rapidjson::Document>> get(Resource r, std::string ns, std::string name) {
     return get(std::move(r), std::move(ns), std::move(name), std::string());
   }
-  net::awaitable<Result<rapidjson::Document>> create(Resource r, std::string ns,
-                                                     std::string body) {
+  net::awaitable<Result<rapidjson::Document>> create(Resource r, std::string ns, std::string body) {
     return create(std::move(r), std::move(ns), std::move(body), WriteOptions());
   }
-  net::awaitable<Result<rapidjson::Document>> update(Resource r, std::string ns,
-                                                     std::string name, std::string body) {
+  net::awaitable<Result<rapidjson::Document>> update(Resource r, std::string ns, std::string name,
+                                                     std::string body) {
     return update(std::move(r), std::move(ns), std::move(name), std::move(body), WriteOptions(),
                   std::string());
   }
@@ -171,8 +170,7 @@ class RestClient {
     return apply(std::move(r), std::move(ns), std::move(name), std::move(body), std::move(opts),
                  std::string());
   }
-  net::awaitable<Result<rapidjson::Document>> remove(Resource r, std::string ns,
-                                                     std::string name) {
+  net::awaitable<Result<rapidjson::Document>> remove(Resource r, std::string ns, std::string name) {
     return remove(std::move(r), std::move(ns), std::move(name), DeleteOptions());
   }
   net::awaitable<Result<HttpResponse>> raw(std::string method, std::string target) {

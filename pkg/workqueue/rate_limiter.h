@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "pkg/base/clock.h"
-#include "pkg/workqueue/token_bucket.h"
+#include "pkg/base/token_bucket.h"
 
 namespace egress::workqueue {
 
@@ -110,7 +110,7 @@ class BucketRateLimiter : public RateLimiter<T> {
 
  private:
   Clock* clock_;
-  TokenBucket bucket_;
+  egress::TokenBucket bucket_;
 };
 
 // The strictest of several limiters. when() asks every one of them (each records the failure

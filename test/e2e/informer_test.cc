@@ -158,10 +158,11 @@ TEST_F(InformerE2E, CacheMatchesAFreshListAfterChurnCompactionAndRestarts) {
       const int dice = static_cast<int>(rng() % 10);
       if (live.size() < 20 || dice < 4) {
         const std::string name = (pod ? "p-" : "cm-") + std::to_string(next++);
-        // Pods are bound to a node nobody runs: no scheduler or kubelet writes interleave.
+        // Pods name a scheduler that does not exist: they stay Pending, so no scheduler,
+        // kubelet or pod-GC write interleaves (pods bound to unknown nodes get collected).
         const std::string body =
             pod ? R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
-                      R"("},"spec":{"nodeName":"informer-e2e-nowhere","containers":[{"name":"c",)"
+                      R"("},"spec":{"schedulerName":"informer-e2e-none","containers":[{"name":"c",)"
                       R"("image":"example.invalid/c:1"}]}})"
                 : R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
                       R"("},"data":{"v":"0"}})";
@@ -226,6 +227,47 @@ TEST_F(InformerE2E, CacheMatchesAFreshListAfterChurnCompactionAndRestarts) {
     ioc_.run_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(configMaps.stopped() && pods.stopped());
+}
+
+}  // namespace
+}  // namespace egress::cache
+
+#include "pkg/cache/informer_factory.h"
+
+namespace egress::cache {
+namespace {
+
+// The factory shares one informer per (type, resource, namespace, selector) and starts them
+// together; listers read the shared cache.
+TEST_F(InformerE2E, FactorySharesInformersAndListersReadThem) {
+  for (int i = 0; i < 3; ++i) {
+    const std::string body = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"f-)" +
+                             std::to_string(i) + R"(","labels":{"tier":")" +
+                             (i == 0 ? "front" : "back") + "\"}}}";
+    ASSERT_TRUE(run(client_->create(kConfigMaps, ns_, body)));
+  }
+  RealClock clock(ioc_.get_executor());
+  SharedInformerFactory factory(*client_, clock, ioc_.get_executor());
+  auto& a = factory.informerFor<core::ConfigMap>(kConfigMaps, core::decodeConfigMap, ns_);
+  auto& b = factory.informerFor<core::ConfigMap>(kConfigMaps, core::decodeConfigMap, ns_);
+  auto& back =
+      factory.informerFor<core::ConfigMap>(kConfigMaps, core::decodeConfigMap, ns_, "tier=back");
+  EXPECT_EQ(&a, &b);
+  EXPECT_NE(static_cast<void*>(&a), static_cast<void*>(&back));
+  EXPECT_EQ(factory.size(), 2u);
+  factory.start();
+  ASSERT_TRUE(
+      run(waitForCacheSync(clock, factory.informers(), clock.now() + std::chrono::seconds(30))));
+  Lister<core::ConfigMap> lister(a.indexer());
+  EXPECT_EQ(lister.listInNamespace(ns_).size(), 4u) << "three plus kube-root-ca.crt";
+  EXPECT_EQ(back.indexer().size(), 2u) << "the label selector is applied by the server";
+  ASSERT_NE(lister.get(ns_, "f-0"), nullptr);
+  EXPECT_EQ(lister.get(ns_, "f-0")->metadata.labels.at("tier"), "front");
+  factory.stop();
+  for (int i = 0; i < 1000 && !factory.stopped(); ++i) {
+    ioc_.run_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(factory.stopped());
 }
 
 }  // namespace

@@ -192,3 +192,37 @@ TEST_F(InformerTest, RelistDeletesWhatDisappearedWithFinalStateUnknown) {
 
 }  // namespace
 }  // namespace egress::cache
+
+#include "pkg/cache/lister.h"
+
+namespace egress::cache {
+namespace {
+
+// §1.6 item 9: listers by namespace (through the index) and by label selector.
+TEST(Lister, ListsByNamespaceAndSelector) {
+  Indexer<TestObject> idx;
+  auto put = [&idx](const std::string& ns, const std::string& name, const std::string& app) {
+    auto o = std::make_shared<TestObject>();
+    o->metadata.namespace_ = ns;
+    o->metadata.name = name;
+    o->metadata.labels["app"] = app;
+    idx.put(ns + "/" + name, o);
+  };
+  put("a", "web-1", "web");
+  put("a", "db-1", "db");
+  put("b", "web-2", "web");
+  Lister<TestObject> lister(idx);
+  meta::LabelSelector web;
+  web.matchLabels["app"] = "web";
+  EXPECT_EQ(lister.list().size(), 3u);
+  EXPECT_EQ(lister.list(&web).size(), 2u);
+  EXPECT_EQ(lister.listInNamespace("a").size(), 2u);
+  EXPECT_EQ(lister.listInNamespace("a", &web).size(), 1u);
+  EXPECT_EQ(lister.listInNamespace("").size(), 3u) << "NamespaceAll";
+  EXPECT_EQ(lister.listInNamespace("missing").size(), 0u);
+  ASSERT_NE(lister.get("b", "web-2"), nullptr);
+  EXPECT_EQ(lister.get("b", "nope"), nullptr);
+}
+
+}  // namespace
+}  // namespace egress::cache

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "pkg/base/clock.h"
-#include "pkg/workqueue/token_bucket.h"
+#include "pkg/base/token_bucket.h"
 
 namespace egress::workqueue {
 namespace {

@@ -1,9 +1,9 @@
-#include "pkg/workqueue/token_bucket.h"
+#include "pkg/base/token_bucket.h"
 
 #include <cstdint>
 #include <limits>
 
-namespace egress::workqueue {
+namespace egress {
 namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
@@ -78,4 +78,4 @@ TokenBucket::Duration TokenBucket::reserve(TimePoint now) {
   return wait;
 }
 
-}  // namespace egress::workqueue
+}  // namespace egress

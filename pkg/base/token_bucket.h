@@ -1,20 +1,19 @@
 // File: token_bucket.h
 //
-// golang.org/x/time/rate's Limiter, reduced to what client-go's BucketRateLimiter uses:
-// Reserve().Delay() for one token. One bucket of `burst` tokens refilled at `qps` per second;
+// golang.org/x/time/rate's Limiter, reduced to what client-go uses it for (the workqueue's
+// BucketRateLimiter and the REST client's flowcontrol QPS/burst): Reserve().Delay() for one
+// token. One bucket of `burst` tokens refilled at `qps` per second;
 // every reservation takes a token even if the caller never waits, and tokens may go negative so
 // that later callers queue up behind earlier ones (delays 1/qps apart once the burst is gone).
 // Pure arithmetic over time points passed in, so BucketRateLimiter can feed it from a Clock.
-//
-// Not pkg/kube's TokenBucket: that one is client-go's flowcontrol limiter for REST calls (burst
-// at least 1, no infinite rate); this one keeps x/time/rate's edge cases (rate 0, Inf, burst 0).
+
 #pragma once
 
 #include <chrono>
 #include <limits>
 #include <optional>
 
-namespace egress::workqueue {
+namespace egress {
 
 class TokenBucket {
  public:
@@ -42,4 +41,4 @@ class TokenBucket {
   std::optional<TimePoint> last_;
 };
 
-}  // namespace egress::workqueue
+}  // namespace egress
