@@ -11,7 +11,7 @@ constexpr auto kUseTuple = net::as_tuple(net::use_awaitable);
 
 class RealTimer : public Timer {
  public:
-  explicit RealTimer(net::any_io_executor ex) : timer_(std::move(ex)) {}
+  explicit RealTimer(const net::any_io_executor& ex) : timer_(ex) {}
   net::awaitable<bool> waitUntil(TimePoint deadline) override {
     timer_.expires_at(deadline);
     auto [ec] = co_await timer_.async_wait(kUseTuple);
@@ -38,7 +38,7 @@ std::unique_ptr<Timer> RealClock::makeTimer() {
 // after marking whether the deadline was reached.
 class FakeTimer : public Timer {
  public:
-  FakeTimer(FakeClock& clock, net::any_io_executor ex) : clock_(&clock), timer_(std::move(ex)) {}
+  FakeTimer(FakeClock& clock, const net::any_io_executor& ex) : clock_(&clock), timer_(ex) {}
   ~FakeTimer() override { unregister(); }
 
   net::awaitable<bool> waitUntil(TimePoint deadline) override {

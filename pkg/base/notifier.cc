@@ -5,7 +5,7 @@
 
 namespace egress {
 
-Notifier::Notifier(net::any_io_executor executor) : timer_(std::move(executor)) {
+Notifier::Notifier(const net::any_io_executor& executor) : timer_(executor) {
   timer_.expires_at(net::steady_timer::time_point::max());
 }
 

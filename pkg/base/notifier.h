@@ -15,7 +15,7 @@ namespace net = boost::asio;
 
 class Notifier {
  public:
-  explicit Notifier(net::any_io_executor executor);
+  explicit Notifier(const net::any_io_executor& executor);
   void notify();
   net::awaitable<void> wait();
 

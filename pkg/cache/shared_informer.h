@@ -84,7 +84,7 @@ class SharedIndexInformer : public InformerBase {
       bool flag = false;  // isInInitialList (Add) or finalStateUnknown (Delete)
     };
     Registration(SharedIndexInformer* informer, EventHandler<T> handler,
-                 std::chrono::milliseconds resync, net::any_io_executor ex)
+                 std::chrono::milliseconds resync, const net::any_io_executor& ex)
         : informer_(informer), handler_(std::move(handler)), resync_(resync), wake_(ex) {}
 
     SharedIndexInformer* informer_;

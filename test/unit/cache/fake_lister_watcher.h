@@ -39,7 +39,7 @@ class FakeWatch : public kube::Watch {
   struct End {};  // a clean end of the watch
   using Item = std::variant<kube::WatchEvent, kube::Error, End>;
 
-  explicit FakeWatch(net::any_io_executor ex) : wake_(std::move(ex)) {}
+  explicit FakeWatch(const net::any_io_executor& ex) : wake_(ex) {}
   void push(Item item) {
     items_.push_back(std::move(item));
     wake_.notify();

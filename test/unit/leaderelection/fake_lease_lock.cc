@@ -30,8 +30,8 @@ kube::Error serverError() {
   return apiError(500, "InternalError");
 }
 
-FakeLeaseStore::FakeLeaseStore(net::any_io_executor executor, const Clock& clock)
-    : clock_(&clock), gate_(std::move(executor)) {
+FakeLeaseStore::FakeLeaseStore(const net::any_io_executor& executor, const Clock& clock)
+    : clock_(&clock), gate_(executor) {
   gate_.expires_at(boost::asio::steady_timer::time_point::max());
 }
 

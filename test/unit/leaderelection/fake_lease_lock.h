@@ -35,7 +35,7 @@ struct LockCall {
 
 class FakeLeaseStore {
  public:
-  FakeLeaseStore(net::any_io_executor executor, const Clock& clock);
+  FakeLeaseStore(const net::any_io_executor& executor, const Clock& clock);
 
   // Another writer: replaces the record and bumps the resourceVersion.
   void setRecord(LeaderElectionRecord record);
