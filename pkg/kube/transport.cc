@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <deque>
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,6 +14,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+
+#include <sys/socket.h>
 
 namespace egress::kube {
 
@@ -130,6 +133,19 @@ struct Connection {
       : ctx(std::move(c)), tls(std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ex, *ctx)) {}
 
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+
+  // An idle keep-alive connection has nothing to read. If the kernel already holds the peer's
+  // FIN (0 bytes), a reset, or any bytes (a TLS close_notify), the server is done with it: using
+  // it would lose a non-idempotent request we cannot retry. Go's transport learns the same from
+  // its per-connection read loop; a non-blocking peek gives us that without a pending read.
+  bool closedByPeerWhileIdle() {
+    if (buffer.size() != 0) {
+      return true;
+    }
+    char byte = 0;
+    const ssize_t n = ::recv(lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+  }
   void close() {
     boost::system::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -426,7 +442,8 @@ class BeastTransport : public Transport {
     while (!idle_.empty()) {
       auto conn = std::move(idle_.back());
       idle_.pop_back();
-      if (conn->generation == generation_ && conn->lowest().socket().is_open()) {
+      if (conn->generation == generation_ && conn->lowest().socket().is_open() &&
+          !conn->closedByPeerWhileIdle()) {
         return conn;
       }
     }

@@ -296,7 +296,9 @@ TEST_F(RestClientTest, StaleKeepAliveConnectionIsRetriedOnceOnANewOne) {
   EXPECT_EQ(server.requests().size(), 3u);
 }
 
-TEST_F(RestClientTest, StaleConnectionIsNotRetriedForPost) {
+// The server closed the pooled connection while it sat idle (its idle timeout, a restart): the
+// client sees the FIN before writing and sends even a POST on a fresh connection.
+TEST_F(RestClientTest, ConnectionClosedWhileIdleIsNotUsedForPost) {
   FakeApiServer server(ioc_, [&](const FakeRequest&) {
     FakeResponse r;
     r.status = 201;
@@ -310,9 +312,29 @@ TEST_F(RestClientTest, StaleConnectionIsNotRetriedForPost) {
     ioc_.poll();
   }
   auto second = runSync(ioc_, client->create(kPods, "default", "{}"));
+  ASSERT_TRUE(second) << second.error().message();
+  EXPECT_EQ(server.connectionsAccepted(), 2);
+  EXPECT_EQ(server.requests().size(), 2u);
+}
+
+// The server took the POST and hung up without answering: it may have acted on it, so the
+// client reports the failure instead of sending it again.
+TEST_F(RestClientTest, PostTheServerHungUpOnIsNotRetried) {
+  int calls = 0;
+  FakeApiServer server(ioc_, [&](const FakeRequest&) {
+    FakeResponse r;
+    r.status = 201;
+    r.body = R"({"kind":"Pod","metadata":{"name":"p"}})";
+    r.hangUp = ++calls == 2;
+    return r;
+  });
+  auto client = makeClient(plainConfig(server));
+  ASSERT_TRUE(runSync(ioc_, client->create(kPods, "default", "{}")));
+  auto second = runSync(ioc_, client->create(kPods, "default", "{}"));
   ASSERT_FALSE(second);
   EXPECT_TRUE(second.error().isTransport());
-  EXPECT_EQ(server.requests().size(), 1u);
+  EXPECT_EQ(server.requests().size(), 2u);
+  EXPECT_EQ(server.connectionsAccepted(), 1) << "sent once, on the pooled connection";
 }
 
 TEST_F(RestClientTest, VerbsBuildTheRightRequests) {
