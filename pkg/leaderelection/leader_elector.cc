@@ -128,7 +128,15 @@ net::awaitable<void> LeaderElector::run() {
 }
 
 // client-go's acquire: wait.JitterUntil(tryAcquireOrRenew, RetryPeriod, JitterFactor, sliding):
-// the first attempt at once, then one every Jitter(RetryPeriod, 1.2) after the previous ended.
+// the first attempt at once, then one every Jitter(RetryPeriod, 1.2) = RetryPeriod * [1, 2.2)
+// after the previous ended. Deliberate difference, for a bounded failover: a candidate sees the
+// leader's last renewal only at its next attempt, and judges expiry from then, so client-go's
+// upward jitter lets a dead leader go unreplaced for up to leaseDuration + 2 * 2.2 * retryPeriod.
+// Ours waits retryPeriod * (1 - 0.2 * random), in (0.8, 1] * retryPeriod: still spread, so
+// candidates that start together do not stay in step, but never longer than retryPeriod, and it
+// also attempts exactly when the lease it observed expires. A dead leader is so replaced within
+// leaseDuration + retryPeriod (plus request latency) of its last renewal, a released lease within
+// retryPeriod. Safety does not change: expiry is still judged from when the change was seen.
 net::awaitable<std::optional<Clock::TimePoint>> LeaderElector::acquire() {
   spdlog::info("leader election: {} attempting to acquire lease {}", identity(),
                config_.lock->describe());
@@ -140,7 +148,13 @@ net::awaitable<std::optional<Clock::TimePoint>> LeaderElector::acquire() {
     if (acquired) {
       co_return start;
     }
-    const bool slept = co_await sleepUntil(clock_.now() + jitter(config_.retryPeriod));
+    const auto now = clock_.now();
+    auto next = now + candidateWait();
+    const auto expiry = observedTime_ + seconds(observedRecord_.leaseDurationSeconds);
+    if (expiry > now && expiry < next) {
+      next = expiry;
+    }
+    const bool slept = co_await sleepUntil(next);
     if (!slept) {
       break;
     }
@@ -384,10 +398,11 @@ void LeaderElector::maybeReportTransition() {
 }
 
 // wait.Jitter(d, JitterFactor): d + random * 1.2 * d, in [d, 2.2d).
-Clock::Duration LeaderElector::jitter(Clock::Duration d) {
+Clock::Duration LeaderElector::candidateWait() {
   const double r = config_.random();
-  return d + duration_cast<Clock::Duration>(std::chrono::duration<double, Clock::Duration::period>(
-                 r * kJitterFactor * static_cast<double>(d.count())));
+  const Clock::Duration d = config_.retryPeriod;
+  return d - duration_cast<Clock::Duration>(std::chrono::duration<double, Clock::Duration::period>(
+                 r * kCandidateJitter * static_cast<double>(d.count())));
 }
 
 }  // namespace egress::leaderelection

@@ -33,6 +33,9 @@
 //    record names me" (client-go's IsLeader).
 //  - validateConfig also demands that the whole seconds written to the lease exceed
 //    renewDeadline.
+//  - A waiting candidate retries every retryPeriod * (0.8, 1], not * [1, 2.2), and also right when
+//    the lease it observed expires: a dead leader is replaced within leaseDuration +
+//    retryPeriod, a released lease within retryPeriod.
 //  - A changed record is noticed at the API's microsecond precision (client-go compares the
 //    record's JSON, whose times are whole seconds, so two renewals within a second look alike).
 #pragma once
@@ -58,8 +61,11 @@ class Registry;
 
 namespace egress::leaderelection {
 
-// client-go's JitterFactor: acquire retries wait retryPeriod * (1 + random * 1.2).
+// client-go's JitterFactor (its acquire retries wait retryPeriod * (1 + random * 1.2)); kept for
+// client-go's config validation (renewDeadline > retryPeriod * kJitterFactor).
 inline constexpr double kJitterFactor = 1.2;
+// Ours wait retryPeriod * (1 - random * kCandidateJitter): see acquire() for why.
+inline constexpr double kCandidateJitter = 0.2;
 
 // Called on the io_context's thread; they must not block. onStartedLeading starts the work that
 // needs the lease; onStoppedLeading must stop it (it is also called, as in client-go, when run()
@@ -152,7 +158,7 @@ class LeaderElector {
   bool observedSelfAsHolder() const;
   void setObservedRecord(const LeaderElectionRecord& record);
   void maybeReportTransition();
-  Clock::Duration jitter(Clock::Duration d);
+  Clock::Duration candidateWait();
 
   Clock& clock_;
   LeaderElectionConfig config_;

@@ -285,12 +285,13 @@ TEST_F(LeaderElectorTest, WaitsAFullLeaseDurationFromItsOwnObservation) {
   start(*a);
   EXPECT_FALSE(a->elector->isLeader());
   EXPECT_THAT(a->events, ElementsAre("new:other"));
-  // Attempts every 2 s (random 0): at 14 s the lease observed at 0 s is still valid.
-  advanceTo(t0_ + milliseconds(15'999));
+  // Attempts every 2 s (random 0): at 14 s the lease observed at 0 s is still valid; the next
+  // attempt is when it expires, at 15 s.
+  advanceTo(t0_ + milliseconds(14'999));
   EXPECT_FALSE(a->elector->isLeader());
   EXPECT_EQ(store_.count("get"), 8u);
   EXPECT_EQ(store_.count("update"), 0u);
-  advanceTo(t0_ + seconds(16));
+  advanceTo(t0_ + seconds(15));
   ASSERT_TRUE(a->elector->isLeader());
   EXPECT_EQ(store_.record()->holderIdentity, "a");
   EXPECT_EQ(store_.record()->leaderTransitions, 3);
@@ -312,11 +313,11 @@ TEST_F(LeaderElectorTest, ClockSkewInTheRemoteRenewTimeIsIgnored) {
     store_.setRecord(otherHolder("behind", 15, skewedPast + seconds(3 * i)));
     ASSERT_FALSE(a->elector->isLeader()) << "at " << 3 * i << " s";
   }
-  // The last record is written at 60 s and first read at 62 s, so it stays valid until 77 s;
-  // a's attempts are at even seconds, so it takes over at 78 s.
-  advanceTo(t0_ + milliseconds(77'999));
+  // The last record is written at 60 s and first read at 62 s, so it stays valid until 77 s,
+  // when a attempts again and takes over.
+  advanceTo(t0_ + milliseconds(76'999));
   EXPECT_FALSE(a->elector->isLeader());
-  advanceTo(t0_ + seconds(78));
+  advanceTo(t0_ + seconds(77));
   EXPECT_TRUE(a->elector->isLeader());
 }
 
@@ -326,9 +327,9 @@ TEST_F(LeaderElectorTest, RenewTimeFarInTheFutureDoesNotExtendTheLease) {
   store_.setRecord(otherHolder("ahead", 15, clock_.wallNow() + hours(24 * 365 * 75)));
   auto a = candidate("a");
   start(*a);
-  advanceTo(t0_ + milliseconds(15'999));
+  advanceTo(t0_ + milliseconds(14'999));
   EXPECT_FALSE(a->elector->isLeader());
-  advanceTo(t0_ + seconds(16));
+  advanceTo(t0_ + seconds(15));
   EXPECT_TRUE(a->elector->isLeader());
   EXPECT_EQ(store_.record()->leaderTransitions, 1);
 }
@@ -340,7 +341,7 @@ TEST_F(LeaderElectorTest, UsesTheHoldersLeaseDurationSeconds) {
   start(*a);
   advanceTo(t0_ + milliseconds(59'999));
   EXPECT_FALSE(a->elector->isLeader());
-  advanceTo(t0_ + seconds(60));  // attempts at even seconds: 60 is the first with 60 s passed
+  advanceTo(t0_ + seconds(60));  // the attempt at expiry
   EXPECT_TRUE(a->elector->isLeader());
   EXPECT_EQ(store_.record()->leaseDurationSeconds, 15);  // ours from now on
 }
@@ -356,8 +357,10 @@ TEST_F(LeaderElectorTest, ReleasedLeaseIsTakenImmediately) {
   EXPECT_EQ(elapsed(), Clock::Duration::zero());
 }
 
-// §3.2.2: acquire retries are spaced by Jitter(RetryPeriod, 1.2) = RetryPeriod * (1 + r * 1.2).
-TEST_F(LeaderElectorTest, AcquireRetriesAreJittered) {
+// §3.2.2, deliberate deviation: client-go spaces acquire retries by Jitter(RetryPeriod, 1.2) =
+// RetryPeriod * (1 + r * 1.2); ours by RetryPeriod * (1 - r * 0.2), never longer than RetryPeriod,
+// so a waiting candidate sees a renewal (or a release) within one RetryPeriod.
+TEST_F(LeaderElectorTest, AcquireRetriesAreJitteredDownward) {
   store_.setRecord(otherHolder("other", 15, clock_.wallNow()));
   auto a = candidate("a", [](LeaderElectionConfig& c) { c.random = [] { return 0.5; }; });
   start(*a);
@@ -366,9 +369,23 @@ TEST_F(LeaderElectorTest, AcquireRetriesAreJittered) {
   for (const auto& call : store_.calls()) {
     at.push_back(call.at - t0_);
   }
-  // 0, 3.2, 6.4, 9.6 s (2 s + 0.5 * 1.2 * 2 s).
-  EXPECT_THAT(
-      at, ElementsAre(milliseconds(0), milliseconds(3200), milliseconds(6400), milliseconds(9600)));
+  // 2 s * (1 - 0.5 * 0.2) = 1.8 s apart.
+  EXPECT_THAT(at, ElementsAre(milliseconds(0), milliseconds(1800), milliseconds(3600),
+                              milliseconds(5400), milliseconds(7200), milliseconds(9000)));
+}
+
+// §3.2.4.4 with the deviation above: the candidate also attempts exactly when the lease it
+// observed expires (15 s after it first saw the record), not at its next periodic retry (16.2 s).
+TEST_F(LeaderElectorTest, CandidateAttemptsExactlyWhenTheObservedLeaseExpires) {
+  store_.setRecord(otherHolder("other", 15, clock_.wallNow()));
+  auto a = candidate("a", [](LeaderElectionConfig& c) { c.random = [] { return 0.5; }; });
+  start(*a);
+  advanceTo(t0_ + milliseconds(14'999));
+  EXPECT_FALSE(a->elector->isLeader());
+  advanceTo(t0_ + seconds(15));
+  EXPECT_TRUE(a->elector->isLeader());
+  EXPECT_EQ(store_.record()->holderIdentity, "a");
+  EXPECT_EQ(store_.calls().back().at - t0_, seconds(15));
 }
 
 // §3.2.3: when renewals fail for RenewDeadline the leader stops (metric off, OnStoppedLeading),
@@ -535,12 +552,12 @@ TEST_F(LeaderElectorTest, OnNewLeaderReportsEveryObservedChangeOfHolder) {
   advanceTo(t0_ + seconds(2));
   store_.setRecord(otherHolder("y", 15, clock_.wallNow(), 1));
   advanceTo(t0_ + seconds(4));
-  advanceTo(t0_ + seconds(20));  // y expires at 19 s, taken at 20 s
+  advanceTo(t0_ + seconds(20));  // y, first seen at 2 s or later, expires by 17 s + 2 s
   EXPECT_THAT(a->events, ElementsAre("new:x", "new:y", "new:a", "started"));
 }
 
 // Two candidates on one lock: never two leaders; the leader keeps the lease while it renews;
-// after its graceful stop (release) the other takes over within one jittered retry.
+// after its graceful stop (release) the other takes over within one RetryPeriod.
 TEST_F(LeaderElectorTest, TwoCandidatesNeverLeadAtOnce) {
   auto a = candidate("a", [](LeaderElectionConfig& c) {
     c.releaseOnCancel = true;
@@ -567,8 +584,8 @@ TEST_F(LeaderElectorTest, TwoCandidatesNeverLeadAtOnce) {
     advance(milliseconds(100));
   }
   ASSERT_TRUE(b->elector->isLeader());
-  // b retries every 2 s * (1 + 0.9 * 1.2) = 4.16 s.
-  EXPECT_LE(clock_.now() - stoppedAt, milliseconds(4200));
+  // b retries every 2 s * (1 - 0.9 * 0.2) = 1.64 s: within one RetryPeriod of the release.
+  EXPECT_LE(clock_.now() - stoppedAt, seconds(2));
   EXPECT_EQ(store_.record()->holderIdentity, "b");
   EXPECT_EQ(store_.record()->leaderTransitions, 1);
   b->elector->stop();
