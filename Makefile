@@ -37,8 +37,13 @@ test-unit: build
 test-e2e: testenv build
 	cd $(BUILD_DIR) && ctest -L e2e $(CTEST_FLAGS)
 
+# Codecs, validation, typed clientset/listers/informers and CRDs from pkg/apis/*/*/types.h.
 generate:
-	@echo "generate: no generated code yet"
+	hack/gencode.sh
+	hack/gencrd.sh
+
+verify-generate:
+	hack/verify-codegen.sh
 
 lint: deps configure
 	hack/lint.sh $(BUILD_DIR)

@@ -1,0 +1,496 @@
+#include <algorithm>
+#include <sstream>
+#include <variant>
+
+#include "hack/codegen/emit.h"
+
+namespace egress::codegen {
+namespace {
+
+using K = TypeRef::Kind;
+
+// A YAML value: a scalar already in YAML syntax, a mapping (in insertion order) or a sequence.
+struct Node {
+  std::string scalar;
+  std::vector<std::pair<std::string, Node>> map;
+  std::vector<Node> list;
+  enum class Type { Scalar, Map, List } type = Type::Map;
+
+  static Node str(const std::string& s);
+  static Node raw(const std::string& s) {
+    Node n;
+    n.type = Type::Scalar;
+    n.scalar = s;
+    return n;
+  }
+  static Node seq() {
+    Node n;
+    n.type = Type::List;
+    return n;
+  }
+  Node& set(const std::string& k, Node v) {
+    for (auto& [key, val] : map) {
+      if (key == k) {
+        val = std::move(v);
+        return val;
+      }
+    }
+    map.emplace_back(k, std::move(v));
+    return map.back().second;
+  }
+  void push(Node v) { list.push_back(std::move(v)); }
+};
+
+// Plain when unambiguous, else a double-quoted (JSON-escaped) string.
+Node Node::str(const std::string& s) {
+  bool plain = !s.empty() && s.size() < 60;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '.' && c != '-' && c != '_' &&
+        c != '/') {
+      plain = false;
+    }
+  }
+  static const char* kReserved[] = {"true", "false", "null", "yes", "no", "on", "off", "y", "n"};
+  for (const char* r : kReserved) {
+    std::string lower = s;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    if (lower == r) {
+      plain = false;
+    }
+  }
+  if (plain &&
+      (std::isdigit(static_cast<unsigned char>(s[0])) != 0 || s[0] == '-' || s[0] == '.')) {
+    plain = false;
+  }
+  if (plain) {
+    return raw(s);
+  }
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      q += '\\';
+      q += c;
+    } else if (c == '\n') {
+      q += "\\n";
+    } else {
+      q += c;
+    }
+  }
+  return raw(q + "\"");
+}
+
+void write(std::ostringstream& o, const Node& n, int indent);
+
+void writeValue(std::ostringstream& o, const Node& v, int indent) {
+  if (v.type == Node::Type::Scalar) {
+    o << " " << v.scalar << "\n";
+  } else if (v.type == Node::Type::Map && v.map.empty()) {
+    o << " {}\n";
+  } else if (v.type == Node::Type::List && v.list.empty()) {
+    o << " []\n";
+  } else {
+    o << "\n";
+    write(o, v, v.type == Node::Type::Map ? indent + 2 : indent);
+  }
+}
+
+void write(std::ostringstream& o, const Node& n, int indent) {
+  const std::string pad(static_cast<size_t>(indent), ' ');
+  if (n.type == Node::Type::Map) {
+    for (const auto& [k, v] : n.map) {
+      o << pad << k << ":";
+      writeValue(o, v, indent);
+    }
+  } else if (n.type == Node::Type::List) {
+    for (const auto& item : n.list) {
+      if (item.type == Node::Type::Map && !item.map.empty()) {
+        // "- first: x" then the rest indented under it.
+        std::ostringstream inner;
+        write(inner, item, indent + 2);
+        std::string text = inner.str();
+        text.replace(static_cast<size_t>(indent), 2, "- ");
+        o << text;
+      } else {
+        o << pad << "-";
+        writeValue(o, item, indent + 2);
+      }
+    }
+  }
+}
+
+std::string describe(const std::vector<std::string>& doc) {
+  std::string out;
+  for (const auto& l : doc) {
+    out += (out.empty() ? "" : " ") + l;
+  }
+  return out;
+}
+
+Node labelSelectorSchema() {
+  Node n;
+  n.set("type", Node::raw("object"));
+  Node props;
+  Node ml;
+  ml.set("type", Node::raw("object"));
+  Node str;
+  str.set("type", Node::raw("string"));
+  ml.set("additionalProperties", str);
+  props.set("matchExpressions", [&] {
+    Node arr;
+    arr.set("type", Node::raw("array"));
+    Node item;
+    item.set("type", Node::raw("object"));
+    Node ip;
+    ip.set("key", str);
+    Node op = str;
+    Node ops = Node::seq();
+    for (const char* v : {"In", "NotIn", "Exists", "DoesNotExist"}) {
+      ops.push(Node::raw(v));
+    }
+    op.set("enum", ops);
+    ip.set("operator", op);
+    Node values;
+    values.set("type", Node::raw("array"));
+    values.set("items", str);
+    ip.set("values", values);
+    item.set("properties", ip);
+    Node req = Node::seq();
+    req.push(Node::raw("key"));
+    req.push(Node::raw("operator"));
+    item.set("required", req);
+    arr.set("items", item);
+    return arr;
+  }());
+  props.set("matchLabels", ml);
+  n.set("properties", props);
+  n.set("x-kubernetes-map-type", Node::raw("atomic"));
+  return n;
+}
+
+Node conditionSchema() {
+  Node n;
+  n.set("type", Node::raw("object"));
+  Node props;
+  Node str;
+  str.set("type", Node::raw("string"));
+  Node time = str;
+  time.set("format", Node::raw("date-time"));
+  props.set("lastTransitionTime", time);
+  props.set("message", str);
+  Node gen;
+  gen.set("type", Node::raw("integer"));
+  gen.set("format", Node::raw("int64"));
+  props.set("observedGeneration", gen);
+  props.set("reason", str);
+  Node status = str;
+  Node vals = Node::seq();
+  for (const char* v : {"True", "False", "Unknown"}) {
+    vals.push(Node::str(v));
+  }
+  status.set("enum", vals);
+  props.set("status", status);
+  props.set("type", str);
+  n.set("properties", props);
+  Node req = Node::seq();
+  req.push(Node::raw("status"));
+  req.push(Node::raw("type"));
+  n.set("required", req);
+  return n;
+}
+
+void applyFormat(Node& n, const std::string& format) {
+  if (format == "ip" || format == "ip-or-cidr") {
+    Node any = Node::seq();
+    for (const char* f : {"ipv4", "ipv6", "cidr"}) {
+      if (std::string(f) == "cidr" && format == "ip") {
+        continue;
+      }
+      Node alt;
+      alt.set("format", Node::raw(f));
+      any.push(alt);
+    }
+    n.set("anyOf", any);
+  } else {
+    n.set("format", Node::raw(format));
+  }
+}
+
+// The string-valued constraints with marker prefix `prefix` ("" or "items:").
+void applyStringMarkers(Node& n, const Field& f, const std::string& prefix) {
+  if (const Marker* m = f.marker(prefix + "Enum")) {
+    Node vals = Node::seq();
+    std::istringstream in(m->value);
+    std::string v;
+    while (std::getline(in, v, ';')) {
+      vals.push(Node::str(v));
+    }
+    n.set("enum", vals);
+  }
+  if (const Marker* m = f.marker(prefix + "Format")) {
+    applyFormat(n, m->value);
+  }
+  if (const Marker* m = f.marker(prefix + "MaxLength")) {
+    n.set("maxLength", Node::raw(m->value));
+  }
+  if (const Marker* m = f.marker(prefix + "MinLength")) {
+    n.set("minLength", Node::raw(m->value));
+  }
+  if (const Marker* m = f.marker(prefix + "Pattern")) {
+    n.set("pattern", Node::str(m->value));
+  }
+}
+
+void addRules(Node& n, const std::vector<const Marker*>& markers) {
+  if (markers.empty()) {
+    return;
+  }
+  Node rules = Node::seq();
+  for (const Marker* m : markers) {
+    Node r;
+    for (const auto& [k, v] : splitMarkerArgs(m->value)) {
+      r.set(k, Node::str(v));
+    }
+    rules.push(r);
+  }
+  n.set("x-kubernetes-validations", rules);
+}
+
+Node structSchema(const Package& pkg, const Struct& s);
+
+Node typeSchema(const Package& pkg, const TypeRef& t) {
+  Node n;
+  switch (t.kind) {
+    case K::String:
+      n.set("type", Node::raw("string"));
+      break;
+    case K::Bool:
+      n.set("type", Node::raw("boolean"));
+      break;
+    case K::Int32:
+      n.set("type", Node::raw("integer"));
+      n.set("format", Node::raw("int32"));
+      break;
+    case K::Int64:
+      n.set("type", Node::raw("integer"));
+      n.set("format", Node::raw("int64"));
+      break;
+    case K::StringMap: {
+      n.set("type", Node::raw("object"));
+      Node v;
+      v.set("type", Node::raw("string"));
+      n.set("additionalProperties", v);
+      break;
+    }
+    case K::ObjectMeta:
+      n.set("type", Node::raw("object"));
+      break;
+    case K::LabelSelector:
+      return labelSelectorSchema();
+    case K::Condition:
+      return conditionSchema();
+    case K::Struct:
+      return structSchema(pkg, *pkg.find(t.name));
+    case K::Optional:
+      return typeSchema(pkg, *t.elem);
+    case K::Vector:
+      n.set("type", Node::raw("array"));
+      n.set("items", typeSchema(pkg, *t.elem));
+      break;
+  }
+  return n;
+}
+
+Node fieldSchema(const Package& pkg, const Field& f) {
+  Node n = typeSchema(pkg, f.type);
+  // Description first, as controller-gen writes it.
+  Node out;
+  const std::string desc = describe(f.doc);
+  if (!desc.empty()) {
+    out.set("description", Node::str(desc));
+  }
+  for (auto& kv : n.map) {
+    if (kv.first != "description" || desc.empty()) {
+      out.set(kv.first, kv.second);
+    }
+  }
+  const TypeRef& base = f.type.kind == K::Optional ? *f.type.elem : f.type;
+  if (base.kind == K::String) {
+    applyStringMarkers(out, f, "");
+  } else if (base.kind == K::Int32 || base.kind == K::Int64) {
+    if (const Marker* m = f.marker("Maximum")) {
+      out.set("maximum", Node::raw(m->value));
+    }
+    if (const Marker* m = f.marker("Minimum")) {
+      out.set("minimum", Node::raw(m->value));
+    }
+  } else if (base.kind == K::Vector) {
+    if (const Marker* m = f.marker("MaxItems")) {
+      out.set("maxItems", Node::raw(m->value));
+    }
+    if (const Marker* m = f.marker("MinItems")) {
+      out.set("minItems", Node::raw(m->value));
+    }
+    for (auto& [k, v] : out.map) {
+      if (k == "items" && base.elem->kind == K::String) {
+        applyStringMarkers(v, f, "items:");
+      }
+    }
+    if (const Marker* m = f.marker("listType")) {
+      out.set("x-kubernetes-list-type", Node::raw(m->value));
+    }
+    if (const Marker* m = f.marker("listMapKey")) {
+      Node keys = Node::seq();
+      keys.push(Node::raw(m->value));
+      out.set("x-kubernetes-list-map-keys", keys);
+    }
+  } else if (base.kind == K::StringMap) {
+    for (auto& [k, v] : out.map) {
+      if (k == "additionalProperties") {
+        applyStringMarkers(v, f, "items:");
+      }
+    }
+  }
+  if (const Marker* m = f.marker("kubebuilder:default")) {
+    out.set("default", Node::raw(m->value));
+  }
+  addRules(out, f.markersNamed("XValidation"));
+  return out;
+}
+
+Node structSchema(const Package& pkg, const Struct& s) {
+  Node n;
+  const std::string desc = describe(s.doc);
+  if (!desc.empty()) {
+    n.set("description", Node::str(desc));
+  }
+  Node props;
+  std::vector<const Field*> fields;
+  for (const auto& f : s.fields) {
+    fields.push_back(&f);
+  }
+  if (s.isRoot()) {
+    Field apiVersion;
+    apiVersion.jsonName = "apiVersion";
+    apiVersion.doc = {
+        "APIVersion defines the versioned schema of this representation of an object."};
+    Field kind;
+    kind.jsonName = "kind";
+    kind.doc = {"Kind is a string value representing the REST resource this object represents."};
+    Node a;
+    a.set("description", Node::str(apiVersion.doc[0]));
+    a.set("type", Node::raw("string"));
+    props.set("apiVersion", a);
+    Node k;
+    k.set("description", Node::str(kind.doc[0]));
+    k.set("type", Node::raw("string"));
+    props.set("kind", k);
+  }
+  std::sort(fields.begin(), fields.end(),
+            [](const Field* a, const Field* b) { return a->jsonName < b->jsonName; });
+  std::vector<std::pair<std::string, Node>> sorted;
+  for (const Field* f : fields) {
+    sorted.emplace_back(f->jsonName, fieldSchema(pkg, *f));
+  }
+  for (auto& kv : sorted) {
+    props.set(kv.first, kv.second);
+  }
+  std::sort(props.map.begin(), props.map.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  Node req = Node::seq();
+  for (const Field* f : fields) {
+    if (f->required()) {
+      req.push(Node::raw(f->jsonName));
+    }
+  }
+  if (!req.list.empty()) {
+    n.set("required", req);
+  }
+  n.set("properties", props);
+  n.set("type", Node::raw("object"));
+  addRules(n, s.markersNamed("XValidation"));
+  // Stable key order within the schema: description, properties, required, type, rules.
+  std::vector<std::pair<std::string, Node>> ordered;
+  for (const char* k :
+       {"description", "properties", "required", "type", "x-kubernetes-validations"}) {
+    for (auto& kv : n.map) {
+      if (kv.first == k) {
+        ordered.push_back(kv);
+      }
+    }
+  }
+  n.map = ordered;
+  return n;
+}
+
+}  // namespace
+
+Files emitCrds(const Package& pkg, const std::string& dir) {
+  Files files;
+  for (const Struct* s : pkg.roots()) {
+    auto res = resourceOf(*s);
+    const Resource& r = std::get<Resource>(res);
+    Node crd;
+    crd.set("apiVersion", Node::raw("apiextensions.k8s.io/v1"));
+    crd.set("kind", Node::raw("CustomResourceDefinition"));
+    Node meta;
+    meta.set("name", Node::raw(r.plural + "." + pkg.group));
+    crd.set("metadata", meta);
+    Node spec;
+    spec.set("group", Node::raw(pkg.group));
+    Node names;
+    if (!r.categories.empty()) {
+      Node cats = Node::seq();
+      for (const auto& c : r.categories) {
+        cats.push(Node::str(c));
+      }
+      names.set("categories", cats);
+    }
+    names.set("kind", Node::raw(r.kind));
+    names.set("listKind", Node::raw(r.kind + "List"));
+    names.set("plural", Node::raw(r.plural));
+    if (!r.shortNames.empty()) {
+      Node shorts = Node::seq();
+      for (const auto& c : r.shortNames) {
+        shorts.push(Node::str(c));
+      }
+      names.set("shortNames", shorts);
+    }
+    names.set("singular", Node::raw(r.singular));
+    spec.set("names", names);
+    spec.set("scope", Node::raw(r.namespaced ? "Namespaced" : "Cluster"));
+    Node versions = Node::seq();
+    Node v;
+    if (!r.printColumns.empty()) {
+      Node cols = Node::seq();
+      for (const auto& c : r.printColumns) {
+        Node col;
+        col.set("jsonPath", Node::str(c.jsonPath));
+        col.set("name", Node::str(c.name));
+        col.set("type", Node::raw(c.type));
+        cols.push(col);
+      }
+      v.set("additionalPrinterColumns", cols);
+    }
+    v.set("name", Node::raw(pkg.version));
+    Node schema;
+    schema.set("openAPIV3Schema", structSchema(pkg, *s));
+    v.set("schema", schema);
+    v.set("served", Node::raw("true"));
+    v.set("storage", Node::raw("true"));
+    if (r.statusSubresource) {
+      Node sub;
+      sub.set("status", Node());
+      v.set("subresources", sub);
+    }
+    versions.push(v);
+    spec.set("versions", versions);
+    crd.set("spec", spec);
+    std::ostringstream o;
+    o << banner(pkg, "#") << "---\n";
+    write(o, crd, 0);
+    files[dir + "/" + pkg.group + "_" + r.plural + ".yaml"] = o.str();
+  }
+  return files;
+}
+
+}  // namespace egress::codegen

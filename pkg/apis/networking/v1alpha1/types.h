@@ -1,0 +1,323 @@
+// File: types.h
+//
+// The operator's API, group networking.egressgateway.dev, version v1alpha1: the single source of
+// truth from which `make generate` writes the JSON codecs, field validation, typed clientset,
+// listers, informers and the CRD manifests (hack/codegen). It is the C++ analogue of a Go
+// types.go with client-gen and kubebuilder markers, read by a strict grammar:
+//
+//   - `// +marker` lines attach to the struct or field that follows; other `//` lines directly
+//     above it become its description in the CRD schema.
+//   - A field is `Type name;` (a trailing `_` is dropped from the JSON name, for C++ keywords);
+//     types: std::string, bool, int32_t, int64_t, std::optional<T>, std::vector<T>,
+//     meta::StringMap, meta::ObjectMeta, meta::LabelSelector, meta::Condition, or a struct above.
+//   - `+required` marks required fields; every other field is optional and omitted from JSON when
+//     empty (Go's omitempty); std::optional keeps "absent" apart from zero.
+//   - Validation markers are kubebuilder's (Minimum, Maximum, MinLength, MaxLength, MinItems,
+//     MaxItems, Pattern, Enum, Format, items:*, XValidation, default). Formats: cidr, ipv4, ipv6,
+//     ip (either family), ip-or-cidr.
+//
+// Validation happens three times: the CRD schema (API server), CEL rules (API servers >= 1.25;
+// older ones, like our 1.20 test server, ignore them), and validate() in validation.h, which
+// checks every marker and every CEL rule again, because controllers must never act on a spec
+// the API server let through.
+//
+// +groupName=networking.egressgateway.dev
+// +version=v1alpha1
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pkg/apis/meta/condition.h"
+#include "pkg/apis/meta/decode.h"
+#include "pkg/apis/meta/label_selector.h"
+#include "pkg/apis/meta/object_meta.h"
+
+namespace egress::networking::v1alpha1 {
+
+// ---------------------------------------------------------------------------------------------
+// IPAMPool
+
+// IPFamilyCounts counts the addresses of one IP family in a pool. Counts saturate at 2^63-1
+// (an IPv6 /64 holds more).
+struct IPFamilyCounts {
+  // Addresses in the pool's CIDRs minus the excluded ones.
+  int64_t total = 0;
+  // Addresses held by policies.
+  int64_t allocated = 0;
+  // Addresses that can still be allocated.
+  int64_t free = 0;
+
+  bool operator==(const IPFamilyCounts&) const = default;
+};
+
+// IPAMPoolSpec is the address space an IPAMPool hands out.
+struct IPAMPoolSpec {
+  // CIDRs to allocate egress IPs from, IPv4 and/or IPv6, e.g. 203.0.113.0/28 or
+  // 2001:db8:100::/120. Network and broadcast addresses of IPv4 prefixes shorter than /31 are
+  // never allocated.
+  // +required
+  // +kubebuilder:validation:MinItems=1
+  // +kubebuilder:validation:MaxItems=16
+  // +kubebuilder:validation:items:Format=cidr
+  // +kubebuilder:validation:items:MaxLength=43
+  std::vector<std::string> cidrs;
+  // Addresses or CIDRs inside cidrs that are never allocated (routers, reserved addresses).
+  // +kubebuilder:validation:MaxItems=256
+  // +kubebuilder:validation:items:Format=ip-or-cidr
+  // +kubebuilder:validation:items:MaxLength=43
+  std::vector<std::string> exclude;
+  // True keeps existing allocations but makes no new ones (to drain a pool).
+  bool disabled = false;
+
+  bool operator==(const IPAMPoolSpec&) const = default;
+};
+
+// IPAMPoolStatus is the pool's usage as the operator last computed it.
+struct IPAMPoolStatus {
+  // IPv4 usage; absent if the pool has no IPv4 CIDR.
+  std::optional<IPFamilyCounts> ipv4;
+  // IPv6 usage; absent if the pool has no IPv6 CIDR.
+  std::optional<IPFamilyCounts> ipv6;
+  // Addresses of this pool held by policies, both families.
+  int64_t allocated = 0;
+  // The spec generation this status describes.
+  int64_t observedGeneration = 0;
+  // Ready, Exhausted, Overlapping.
+  // +listType=map
+  // +listMapKey=type
+  std::vector<meta::Condition> conditions;
+
+  bool operator==(const IPAMPoolStatus&) const = default;
+};
+
+// IPAMPool is a cluster-wide set of addresses that egress gateways take their source IPs from.
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:resource:scope=Cluster,shortName=ipp,categories=egress
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name=CIDRs,type=string,JSONPath=.spec.cidrs
+// +kubebuilder:printcolumn:name=Allocated,type=integer,JSONPath=.status.allocated
+// +kubebuilder:printcolumn:name=IPv4-Free,type=integer,JSONPath=.status.ipv4.free
+// +kubebuilder:printcolumn:name=IPv6-Free,type=integer,JSONPath=.status.ipv6.free
+// +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=.status.conditions[?(@.type=="Ready")].status
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=.metadata.creationTimestamp
+struct IPAMPool {
+  meta::ObjectMeta metadata;
+  // +required
+  IPAMPoolSpec spec;
+  IPAMPoolStatus status;
+
+  bool operator==(const IPAMPool&) const = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// EgressGatewayPolicy
+
+// EgressIPSpec says which source IPs the policy's traffic leaves with.
+// +kubebuilder:validation:XValidation:rule=has(self.pool) || (has(self.addresses) && size(self.addresses) > 0),message=set pool, addresses or both
+// +kubebuilder:validation:XValidation:rule=!has(oldSelf.pool) || (has(self.pool) && self.pool == oldSelf.pool),message=pool is immutable
+// +kubebuilder:validation:XValidation:rule=(has(self.ipFamily) && self.ipFamily != 'IPv4') || !has(self.addresses) || self.addresses.all(a, !a.contains(':')),message=ipFamily IPv4 (the default) takes IPv4 addresses only
+// +kubebuilder:validation:XValidation:rule=!has(self.ipFamily) || self.ipFamily != 'IPv6' || !has(self.addresses) || self.addresses.all(a, a.contains(':')),message=ipFamily IPv6 takes IPv6 addresses only
+// +kubebuilder:validation:XValidation:rule=!has(self.ipFamily) || self.ipFamily != 'DualStack' || !has(self.addresses) || self.addresses.filter(a, a.contains(':')).size() * 2 == self.addresses.size(),message=ipFamily DualStack takes as many IPv4 as IPv6 addresses
+struct EgressIPSpec {
+  // The IPAMPool to allocate from (and that explicit addresses must belong to). Immutable: a
+  // policy keeps its addresses for life.
+  // +kubebuilder:validation:MinLength=1
+  // +kubebuilder:validation:MaxLength=253
+  // +kubebuilder:validation:Pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
+  std::string pool;
+  // Explicit egress IPs, one per gateway replica; empty: allocate from the pool.
+  // +listType=set
+  // +kubebuilder:validation:MaxItems=64
+  // +kubebuilder:validation:items:Format=ip
+  // +kubebuilder:validation:items:MaxLength=39
+  std::vector<std::string> addresses;
+  // IPv4 (default), IPv6, or DualStack (one address of each family per replica).
+  // +kubebuilder:validation:Enum=IPv4;IPv6;DualStack
+  std::string ipFamily;
+
+  bool operator==(const EgressIPSpec&) const = default;
+};
+
+// Toleration is a core/v1 Toleration for the gateway pods.
+struct Toleration {
+  // The taint key; empty with operator Exists matches every taint.
+  // +kubebuilder:validation:MaxLength=316
+  std::string key;
+  // Exists or Equal (default).
+  // +kubebuilder:validation:Enum=Exists;Equal
+  std::string operator_;
+  // The taint value for operator Equal.
+  // +kubebuilder:validation:MaxLength=63
+  std::string value;
+  // NoSchedule, PreferNoSchedule or NoExecute; empty matches all.
+  // +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute
+  std::string effect;
+  // For NoExecute: how long the pod stays bound after the taint appears.
+  std::optional<int64_t> tolerationSeconds;
+
+  bool operator==(const Toleration&) const = default;
+};
+
+// ResourceRequirements are the gateway container's requests and limits, as quantity strings
+// ("100m", "128Mi").
+struct ResourceRequirements {
+  // +kubebuilder:validation:items:Pattern=^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$
+  meta::StringMap limits;
+  // +kubebuilder:validation:items:Pattern=^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$
+  meta::StringMap requests;
+
+  bool operator==(const ResourceRequirements&) const = default;
+};
+
+// GatewaySpec shapes the gateway Deployment (egw-<policy>).
+struct GatewaySpec {
+  // Gateway pods, each holding one egress IP (per family). Default: OperatorConfig's, else 2.
+  // +kubebuilder:validation:Minimum=1
+  // +kubebuilder:validation:Maximum=64
+  std::optional<int32_t> replicas;
+  // Nodes the gateway pods may run on.
+  meta::StringMap nodeSelector;
+  // Taints the gateway pods tolerate.
+  // +kubebuilder:validation:MaxItems=32
+  std::vector<Toleration> tolerations;
+  // The gateway container's requests and limits.
+  std::optional<ResourceRequirements> resources;
+  // The gateway pods' PriorityClass.
+  // +kubebuilder:validation:MaxLength=253
+  // +kubebuilder:validation:Pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
+  std::string priorityClassName;
+
+  bool operator==(const GatewaySpec&) const = default;
+};
+
+// EgressGatewayPolicySpec selects source pods and the gateway their traffic leaves through.
+struct EgressGatewayPolicySpec {
+  // The source pods.
+  // +required
+  meta::LabelSelector podSelector;
+  // Namespaces the source pods may be in; absent: only the policy's own namespace.
+  std::optional<meta::LabelSelector> namespaceSelector;
+  // Destinations that leave through the gateway; empty: everything outside the cluster.
+  // +kubebuilder:validation:MaxItems=64
+  // +kubebuilder:validation:items:Format=cidr
+  // +kubebuilder:validation:items:MaxLength=43
+  std::vector<std::string> destinationCIDRs;
+  // Destinations that never do, even inside destinationCIDRs.
+  // +kubebuilder:validation:MaxItems=64
+  // +kubebuilder:validation:items:Format=cidr
+  // +kubebuilder:validation:items:MaxLength=43
+  std::vector<std::string> excludedCIDRs;
+  // Where the source IPs come from.
+  // +required
+  EgressIPSpec egressIP;
+  // The gateway pods.
+  GatewaySpec gateway;
+
+  bool operator==(const EgressGatewayPolicySpec&) const = default;
+};
+
+// GatewayStatus is one gateway pod and the egress IP it holds.
+struct GatewayStatus {
+  // +required
+  std::string pod;
+  std::string node;
+  std::string egressIP;
+  bool ready = false;
+
+  bool operator==(const GatewayStatus&) const = default;
+};
+
+// EgressGatewayPolicyStatus is what the operator did for the policy.
+struct EgressGatewayPolicyStatus {
+  // The allocation ledger: the policy's egress IPs, sticky for its lifetime.
+  std::vector<std::string> egressIPs;
+  // The gateway pods.
+  std::vector<GatewayStatus> gateways;
+  // Source pods the policy selects.
+  int32_t selectedPods = 0;
+  // The spec generation this status describes.
+  int64_t observedGeneration = 0;
+  // IPAllocated, GatewayAvailable, Ready.
+  // +listType=map
+  // +listMapKey=type
+  std::vector<meta::Condition> conditions;
+
+  bool operator==(const EgressGatewayPolicyStatus&) const = default;
+};
+
+// EgressGatewayPolicy gives the selected pods a stable source IP for traffic leaving the
+// cluster.
+// +genclient
+// +kubebuilder:resource:scope=Namespaced,shortName=egp,categories=egress
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name=Pool,type=string,JSONPath=.spec.egressIP.pool
+// +kubebuilder:printcolumn:name=Egress-IPs,type=string,JSONPath=.status.egressIPs
+// +kubebuilder:printcolumn:name=Pods,type=integer,JSONPath=.status.selectedPods
+// +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=.status.conditions[?(@.type=="Ready")].status
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=.metadata.creationTimestamp
+struct EgressGatewayPolicy {
+  meta::ObjectMeta metadata;
+  // +required
+  EgressGatewayPolicySpec spec;
+  EgressGatewayPolicyStatus status;
+
+  bool operator==(const EgressGatewayPolicy&) const = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// OperatorConfig
+
+// OperatorConfigSpec holds cluster-wide settings.
+struct OperatorConfigSpec {
+  // The gateway container image.
+  // +required
+  // +kubebuilder:validation:MinLength=1
+  // +kubebuilder:validation:MaxLength=512
+  std::string gatewayImage;
+  // The pool of policies that name none.
+  // +kubebuilder:validation:MaxLength=253
+  // +kubebuilder:validation:Pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
+  std::string defaultPool;
+  // Gateway settings of policies that set none.
+  std::optional<GatewaySpec> gatewayDefaults;
+
+  bool operator==(const OperatorConfigSpec&) const = default;
+};
+
+// OperatorConfigStatus summarises the operator's state.
+struct OperatorConfigStatus {
+  int32_t policies = 0;
+  int32_t readyPolicies = 0;
+  int32_t pools = 0;
+  int64_t observedGeneration = 0;
+  // +listType=map
+  // +listMapKey=type
+  std::vector<meta::Condition> conditions;
+
+  bool operator==(const OperatorConfigStatus&) const = default;
+};
+
+// OperatorConfig is the operator's cluster-wide configuration: a singleton named "default".
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:resource:scope=Cluster,shortName=eoc,categories=egress
+// +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule=self.metadata.name == 'default',message=the OperatorConfig must be named default
+// +kubebuilder:printcolumn:name=Image,type=string,JSONPath=.spec.gatewayImage
+// +kubebuilder:printcolumn:name=Policies,type=integer,JSONPath=.status.policies
+// +kubebuilder:printcolumn:name=Ready-Policies,type=integer,JSONPath=.status.readyPolicies
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=.metadata.creationTimestamp
+struct OperatorConfig {
+  meta::ObjectMeta metadata;
+  // +required
+  OperatorConfigSpec spec;
+  OperatorConfigStatus status;
+
+  bool operator==(const OperatorConfig&) const = default;
+};
+
+}  // namespace egress::networking::v1alpha1

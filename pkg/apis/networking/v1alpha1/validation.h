@@ -1,0 +1,24 @@
+// File: validation.h
+//
+// validate(): everything the API server would check for our kinds, again, in code: the schema
+// (zz_generated.validation.h, from the markers) plus the CEL rules (x-kubernetes-validations),
+// which API servers before 1.25 ignore, plus semantic checks no schema can express (an excluded
+// address outside the pool, overlapping CIDRs). Controllers call it before acting on a spec and
+// report the problems in a status condition and an event; they never act on an invalid spec.
+// Every problem is returned, each with its field path. Status is not validated (we write it).
+#pragma once
+
+#include "pkg/apis/networking/v1alpha1/types.h"
+#include "pkg/apis/validation/field_error.h"
+
+namespace egress::networking::v1alpha1 {
+
+validation::FieldErrors validate(const IPAMPool& pool);
+validation::FieldErrors validate(const EgressGatewayPolicy& policy);
+validation::FieldErrors validate(const OperatorConfig& config);
+
+// validate(updated) plus the transition rules: a policy's egressIP.pool is immutable.
+validation::FieldErrors validateUpdate(const EgressGatewayPolicy& old,
+                                       const EgressGatewayPolicy& updated);
+
+}  // namespace egress::networking::v1alpha1

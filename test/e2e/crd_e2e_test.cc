@@ -1,0 +1,221 @@
+// End-to-end test of the CRD manifests (manifests/, generated from
+// pkg/apis/networking/v1alpha1/types.h) against the real API server: they install and become
+// Established, every example in deploy/examples/ is accepted, every object in
+// test/testdata/invalid/ is rejected by the CRD's OpenAPI schema with the field path its
+// `# expect:` line names, and `kubectl get` shows the printer columns.
+//
+// kubectl 1.33 and our 1.20 server: 1.20 has no server-side field validation (the fieldValidation
+// query parameter), so kubectl's default --validate=strict falls back to client-side validation
+// against the server's /openapi/v2. That document describes 1.20's JSONSchemaProps, which has no
+// x-kubernetes-validations (CEL, 1.23+), so the CRDs are applied with --validate=warn (kubectl
+// skips its client-side check and lets the server decide; 1.20 drops the CEL rules it does not
+// know). The invalid objects are sent with --validate=false as well, after a plain `kubectl create`
+// has failed, so that the server's schema, not kubectl's copy of it, gives the verdict.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test/e2e/testenv/environment.h"
+
+namespace egress::testenv {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const char* const kCrds[] = {
+    "ipampools.networking.egressgateway.dev",
+    "egressgatewaypolicies.networking.egressgateway.dev",
+    "operatorconfigs.networking.egressgateway.dev",
+};
+
+// The *.yaml files of a repository directory, sorted.
+std::vector<std::string> yamlFiles(const std::string& relativeDir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(sourceDir() + "/" + relativeDir, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The text after `# expect:` in a file's leading comment, or "".
+std::string expectation(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  const std::string marker = "# expect:";
+  while (std::getline(in, line) && line.rfind('#', 0) == 0) {
+    if (line.rfind(marker, 0) == 0) {
+      std::string value = line.substr(marker.size());
+      value.erase(0, value.find_first_not_of(" \t"));
+      value.erase(value.find_last_not_of(" \t\r") + 1);
+      return value;
+    }
+  }
+  return "";
+}
+
+// The whitespace-separated words of the first line of `text`.
+std::vector<std::string> headerWords(const std::string& text) {
+  std::istringstream words(text.substr(0, text.find('\n')));
+  std::vector<std::string> result;
+  std::string word;
+  while (words >> word) {
+    result.push_back(word);
+  }
+  return result;
+}
+
+std::string trimmed(std::string text) {
+  text.erase(text.find_last_not_of(" \n") + 1);
+  return text;
+}
+
+std::string baseName(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+// Applies manifests/ and waits until every CRD is Established; once per test binary.
+void installCrds() {
+  static bool installed = false;
+  if (installed) {
+    return;
+  }
+  auto& cp = controlPlane();
+  const std::string manifests = sourceDir() + "/manifests/";
+  ASSERT_TRUE(std::filesystem::exists(manifests)) << manifests << " is missing (make generate)";
+  // Plain `kubectl apply -f manifests/` fails here in kubectl's client-side validation, and only
+  // because 1.20's OpenAPI predates the CEL rules (README: installing on servers before 1.25).
+  auto strict = cp.kubectl({"apply", "--dry-run=client", "-f", manifests});
+  ASSERT_FALSE(strict.ok()) << "1.20 learned CEL? then drop --validate=warn below\n"
+                            << strict.output;
+  std::istringstream lines(strict.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("error") != std::string::npos || line.find("Error") != std::string::npos) {
+      EXPECT_THAT(line, HasSubstr("x-kubernetes-validations")) << "another problem:\n" << line;
+    }
+  }
+  // --validate=warn: see the file comment (the CRDs carry CEL rules 1.20's OpenAPI lacks).
+  auto apply = cp.kubectl({"apply", "--validate=warn", "-f", manifests});
+  ASSERT_TRUE(apply.ok()) << apply.output;
+  for (const char* crd : kCrds) {
+    EXPECT_THAT(apply.output, HasSubstr(crd));
+    auto wait = cp.kubectl(
+        {"wait", "--for", "condition=established", "--timeout=60s", std::string("crd/") + crd});
+    ASSERT_TRUE(wait.ok()) << crd << ": " << wait.output;
+  }
+  installed = true;
+}
+
+TEST(Crd, ManifestsInstallAndBecomeEstablished) {
+  ASSERT_NO_FATAL_FAILURE(installCrds());
+  auto& cp = controlPlane();
+  const std::string names =
+      "jsonpath={range .items[?(@.spec.group==\"networking.egressgateway.dev\")]}"
+      "{.metadata.name} {.spec.scope} {.spec.names.shortNames} {.spec.names.categories}"
+      "{\"\\n\"}{end}";
+  auto crds = cp.kubectl({"get", "crd", "-o", names});
+  ASSERT_TRUE(crds.ok()) << crds.output;
+  EXPECT_THAT(crds.output,
+              HasSubstr("ipampools.networking.egressgateway.dev Cluster [\"ipp\"] [\"egress\"]\n"));
+  EXPECT_THAT(crds.output, HasSubstr("egressgatewaypolicies.networking.egressgateway.dev "
+                                     "Namespaced [\"egp\"] [\"egress\"]\n"));
+  EXPECT_THAT(crds.output, HasSubstr("operatorconfigs.networking.egressgateway.dev Cluster "
+                                     "[\"eoc\"] [\"egress\"]\n"));
+}
+
+TEST(Crd, EveryExampleApplies) {
+  ASSERT_NO_FATAL_FAILURE(installCrds());
+  auto& cp = controlPlane();
+  const auto examples = yamlFiles("deploy/examples");
+  ASSERT_GE(examples.size(), 9u);
+  for (const auto& file : examples) {
+    // kubectl's default (strict) validation also rejects fields the schema does not know, which
+    // the server would otherwise drop silently.
+    auto apply = cp.kubectl({"apply", "-f", file});
+    EXPECT_TRUE(apply.ok()) << baseName(file) << ":\n" << apply.output;
+    auto get = cp.kubectl({"get", "-f", file, "-o", "name"});
+    EXPECT_TRUE(get.ok()) << baseName(file) << ":\n" << get.output;
+  }
+}
+
+TEST(Crd, EveryInvalidObjectIsRejectedBySchema) {
+  ASSERT_NO_FATAL_FAILURE(installCrds());
+  auto& cp = controlPlane();
+  const auto invalid = yamlFiles("test/testdata/invalid");
+  ASSERT_GE(invalid.size(), 10u);
+  for (const auto& file : invalid) {
+    const std::string name = baseName(file);
+    const std::string expected = expectation(file);
+    ASSERT_FALSE(expected.empty()) << name << " has no `# expect:` line";
+
+    // What a user running kubectl with its defaults sees (on 1.20 possibly kubectl's own
+    // client-side validation, which words missing fields differently).
+    auto create = cp.kubectl({"create", "-f", file});
+    EXPECT_FALSE(create.ok()) << name << " was accepted:\n" << create.output;
+    // The server's verdict from the CRD schema alone.
+    auto server = cp.kubectl({"create", "--validate=false", "-f", file});
+    EXPECT_FALSE(server.ok()) << name << " was accepted by the server:\n" << server.output;
+    EXPECT_THAT(server.output, HasSubstr(expected)) << name;
+    std::cout << "[ rejected ] " << name << ": " << trimmed(server.output) << "\n";
+    if (create.output != server.output) {
+      std::cout << "  (kubectl's own validation: " << trimmed(create.output) << ")\n";
+    }
+    if (create.ok() || server.ok()) {
+      cp.kubectl({"delete", "--ignore-not-found", "-f", file});
+    }
+  }
+  std::cout.flush();
+}
+
+TEST(Crd, GetShowsPrinterColumns) {
+  ASSERT_NO_FATAL_FAILURE(installCrds());
+  auto& cp = controlPlane();
+  for (const char* example :
+       {"ipampool-ipv4.yaml", "policy-ipv4-pool.yaml", "operatorconfig.yaml"}) {
+    auto apply = cp.kubectl({"apply", "-f", sourceDir() + "/deploy/examples/" + example});
+    ASSERT_TRUE(apply.ok()) << example << ":\n" << apply.output;
+  }
+
+  auto pools = cp.kubectl({"get", "ipp"});
+  ASSERT_TRUE(pools.ok()) << pools.output;
+  EXPECT_THAT(headerWords(pools.output),
+              ElementsAre("NAME", "CIDRS", "ALLOCATED", "IPV4-FREE", "IPV6-FREE", "READY", "AGE"))
+      << pools.output;
+  EXPECT_THAT(pools.output, HasSubstr("203.0.113.0/26"));
+
+  auto policies = cp.kubectl({"get", "egp", "-A"});
+  ASSERT_TRUE(policies.ok()) << policies.output;
+  EXPECT_THAT(headerWords(policies.output),
+              ElementsAre("NAMESPACE", "NAME", "POOL", "EGRESS-IPS", "PODS", "READY", "AGE"))
+      << policies.output;
+  EXPECT_THAT(policies.output, HasSubstr("payments-partners"));
+
+  auto configs = cp.kubectl({"get", "eoc"});
+  ASSERT_TRUE(configs.ok()) << configs.output;
+  EXPECT_THAT(headerWords(configs.output),
+              ElementsAre("NAME", "IMAGE", "POLICIES", "READY-POLICIES", "AGE"))
+      << configs.output;
+
+  // The category lists all three kinds.
+  auto all = cp.kubectl({"get", "egress", "-A", "-o", "name"});
+  ASSERT_TRUE(all.ok()) << all.output;
+  EXPECT_THAT(all.output, HasSubstr("ipampool.networking.egressgateway.dev/egress-ipv4"));
+  EXPECT_THAT(all.output,
+              HasSubstr("egressgatewaypolicy.networking.egressgateway.dev/payments-partners"));
+  EXPECT_THAT(all.output, HasSubstr("operatorconfig.networking.egressgateway.dev/default"));
+}
+
+}  // namespace
+}  // namespace egress::testenv
