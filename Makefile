@@ -7,9 +7,10 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 CTEST_FLAGS ?= --output-on-failure
 IMAGE ?= egress-gateway-operator:dev
+FUZZ_SECONDS ?= 60
 
 .PHONY: all deps testenv configure build test test-unit test-e2e generate verify-generate \
-        lint format demo bench docker-build clean
+        lint format demo bench fuzz docker-build clean
 
 all: build
 
@@ -56,6 +57,10 @@ demo: testenv build
 
 bench: testenv build
 	hack/bench.sh $(BUILD_DIR)
+
+# libFuzzer on the generated decoders (clang-14, ASan + UBSan, its own build dir: build/fuzz).
+fuzz: deps
+	hack/fuzz.sh $(FUZZ_SECONDS)
 
 docker-build:
 	docker build -t $(IMAGE) .

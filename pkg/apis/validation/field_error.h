@@ -5,6 +5,7 @@
 // controllers turn them into one status condition message.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct FieldError {
 };
 
 using FieldErrors = std::vector<FieldError>;
+
+inline std::ostream& operator<<(std::ostream& os, const FieldError& e) {
+  return os << e.toString();
+}
 
 // Every error's toString(), joined with "; ".
 std::string join(const FieldErrors& errors);

@@ -124,11 +124,11 @@ struct IPAMPool {
 // +kubebuilder:validation:XValidation:rule=!has(self.ipFamily) || self.ipFamily != 'DualStack' || !has(self.addresses) || self.addresses.filter(a, a.contains(':')).size() * 2 == self.addresses.size(),message=ipFamily DualStack takes as many IPv4 as IPv6 addresses
 struct EgressIPSpec {
   // The IPAMPool to allocate from (and that explicit addresses must belong to). Immutable: a
-  // policy keeps its addresses for life.
+  // policy keeps its addresses for life. (std::optional: "" is present, and invalid.)
   // +kubebuilder:validation:MinLength=1
   // +kubebuilder:validation:MaxLength=253
   // +kubebuilder:validation:Pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
-  std::string pool;
+  std::optional<std::string> pool;
   // Explicit egress IPs, one per gateway replica; empty: allocate from the pool.
   // +listType=set
   // +kubebuilder:validation:MaxItems=64

@@ -95,7 +95,7 @@ FieldErrors validate(const EgressGatewayPolicy& policy) {
   }
   // The CEL rules of EgressIPSpec, in order.
   const auto& eip = spec.egressIP;
-  if (eip.pool.empty() && eip.addresses.empty()) {
+  if (!eip.pool && eip.addresses.empty()) {
     errs.push_back({"spec.egressIP", "set pool, addresses or both"});
   }
   size_t v6 = 0;
@@ -127,7 +127,7 @@ FieldErrors validate(const OperatorConfig& config) {
 FieldErrors validateUpdate(const EgressGatewayPolicy& old, const EgressGatewayPolicy& updated) {
   FieldErrors errs = validate(updated);
   // The transition rule on EgressIPSpec: once set, the pool stays (unsetting it is a change too).
-  if (!old.spec.egressIP.pool.empty() && old.spec.egressIP.pool != updated.spec.egressIP.pool) {
+  if (old.spec.egressIP.pool && old.spec.egressIP.pool != updated.spec.egressIP.pool) {
     errs.push_back({"spec.egressIP.pool", "pool is immutable"});
   }
   return errs;

@@ -90,19 +90,19 @@ void validateIPAMPoolFields(const IPAMPool& v, const std::string& path,
 
 void validateEgressIPSpecFields(const EgressIPSpec& v, const std::string& path,
                                 validation::FieldErrors& errs) {
-  if (!v.pool.empty()) {
-    if (v.pool.size() < 1) {
+  if (v.pool) {
+    if ((*v.pool).size() < 1) {
       errs.push_back({join(path, "pool"), "should be at least 1 chars long"});
     }
-    if (v.pool.size() > 253) {
+    if ((*v.pool).size() > 253) {
       errs.push_back({join(path, "pool"), "may not be longer than 253"});
     }
     if (!std::regex_search(
-            v.pool,
+            (*v.pool),
             pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"))) {
       errs.push_back(
           {join(path, "pool"),
-           "\"" + v.pool + "\" should match '" +
+           "\"" + (*v.pool) + "\" should match '" +
                std::string("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$") +
                "'"});
     }

@@ -143,8 +143,12 @@ TEST(ValidateTest, PolicySchemaChecks) {
 // The CEL rules of EgressIPSpec, one by one (x-kubernetes-validations in the CRD).
 TEST(ValidateTest, PolicyCelRules) {
   auto e = policy();
-  e.spec.egressIP.pool = "";
+  e.spec.egressIP.pool.reset();
   EXPECT_THAT(validate(e), ElementsAre(FieldError{"spec.egressIP", "set pool, addresses or both"}));
+  e.spec.egressIP.pool = "";
+  EXPECT_THAT(validate(e), ::testing::Contains(
+                               FieldError{"spec.egressIP.pool", "should be at least 1 chars long"}))
+      << "an empty pool is present, and invalid";
 
   e = policy();
   e.spec.egressIP.addresses = {"2001:db8::1"};
@@ -177,13 +181,13 @@ TEST(ValidateTest, PoolOfAPolicyIsImmutable) {
   updated.spec.egressIP.pool = "other";
   EXPECT_THAT(validateUpdate(old, updated),
               ElementsAre(FieldError{"spec.egressIP.pool", "pool is immutable"}));
-  updated.spec.egressIP.pool = "";
+  updated.spec.egressIP.pool.reset();
   updated.spec.egressIP.addresses = {"203.0.113.9"};
   EXPECT_THAT(validateUpdate(old, updated),
               ElementsAre(FieldError{"spec.egressIP.pool", "pool is immutable"}))
       << "removing the pool is a change too";
   // A policy that started with explicit addresses only may gain a pool.
-  old.spec.egressIP.pool = "";
+  old.spec.egressIP.pool.reset();
   old.spec.egressIP.addresses = {"203.0.113.9"};
   updated.spec.egressIP.pool = "corp";
   EXPECT_THAT(validateUpdate(old, updated), IsEmpty());

@@ -1,0 +1,135 @@
+// The YAML users copy and the objects the API server rejects, read with our decoders and
+// validate(): every example in deploy/examples/ decodes and is valid; every object in
+// test/testdata/invalid/ (each rejected by the real API server in crd_e2e_test) is refused by
+// the decoder or by validate() too, so the controllers never act on what the schema forbids.
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <yaml-cpp/yaml.h>
+
+#include "pkg/apis/networking/v1alpha1/validation.h"
+#include "pkg/apis/networking/v1alpha1/zz_generated.codec.h"
+
+namespace egress::networking::v1alpha1 {
+namespace {
+
+// YAML as the API server reads it: plain scalars that look like numbers or booleans are those,
+// quoted ones are strings.
+rapidjson::Value toJson(const YAML::Node& n, rapidjson::Document::AllocatorType& a) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      rapidjson::Value obj(rapidjson::kObjectType);
+      for (const auto& kv : n) {
+        obj.AddMember(rapidjson::Value(kv.first.as<std::string>().c_str(), a), toJson(kv.second, a),
+                      a);
+      }
+      return obj;
+    }
+    case YAML::NodeType::Sequence: {
+      rapidjson::Value arr(rapidjson::kArrayType);
+      for (const auto& item : n) {
+        arr.PushBack(toJson(item, a), a);
+      }
+      return arr;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string s = n.Scalar();
+      if (n.Tag() != "!") {
+        if (s == "true" || s == "false") {
+          return rapidjson::Value(s == "true");
+        }
+        int64_t i = 0;
+        try {
+          size_t used = 0;
+          i = std::stoll(s, &used);
+          if (used == s.size()) {
+            return rapidjson::Value(i);
+          }
+        } catch (const std::exception&) {
+        }
+      }
+      return rapidjson::Value(s.c_str(), a);
+    }
+    default:
+      return rapidjson::Value();
+  }
+}
+
+struct Object {
+  std::string file;
+  std::string kind;
+  rapidjson::Document doc;
+};
+
+std::vector<std::unique_ptr<Object>> ourObjects(const std::string& dir) {
+  std::vector<std::unique_ptr<Object>> out;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(EGRESS_SOURCE_DIR) + "/" + dir)) {
+    if (entry.path().extension() != ".yaml") {
+      continue;
+    }
+    for (const auto& node : YAML::LoadAllFromFile(entry.path().string())) {
+      if (!node.IsMap() || !node["apiVersion"] ||
+          node["apiVersion"].as<std::string>() != kApiVersion) {
+        continue;
+      }
+      auto o = std::make_unique<Object>();
+      o->file = entry.path().filename().string();
+      o->kind = node["kind"].as<std::string>();
+      rapidjson::Value v = toJson(node, o->doc.GetAllocator());
+      static_cast<rapidjson::Value&>(o->doc).Swap(v);
+      out.push_back(std::move(o));
+    }
+  }
+  return out;
+}
+
+// "" when the object decodes and validates, else the first problem.
+std::string problemOf(const Object& o) {
+  auto check = [](const auto& decoded) -> std::string {
+    if (!decoded) {
+      return "decode: " + decoded.error().toString();
+    }
+    return validation::join(validate(*decoded));
+  };
+  if (o.kind == "IPAMPool") {
+    return check(decodeIPAMPool(o.doc));
+  }
+  if (o.kind == "EgressGatewayPolicy") {
+    return check(decodeEgressGatewayPolicy(o.doc));
+  }
+  if (o.kind == "OperatorConfig") {
+    return check(decodeOperatorConfig(o.doc));
+  }
+  return "unknown kind " + o.kind;
+}
+
+TEST(ExamplesTest, EveryExampleDecodesAndIsValid) {
+  const auto objects = ourObjects("deploy/examples");
+  EXPECT_GE(objects.size(), 8u);
+  std::set<std::string> kinds;
+  for (const auto& o : objects) {
+    EXPECT_EQ(problemOf(*o), "") << o->file << " (" << o->kind << ")";
+    kinds.insert(o->kind);
+  }
+  EXPECT_EQ(kinds.size(), 3u) << "an example of every kind";
+}
+
+TEST(ExamplesTest, EveryObjectTheApiServerRejectsIsRefusedHereToo) {
+  const auto objects = ourObjects("test/testdata/invalid");
+  EXPECT_GE(objects.size(), 10u);
+  for (const auto& o : objects) {
+    const std::string problem = problemOf(*o);
+    EXPECT_NE(problem, "") << o->file << " is accepted by validate()";
+    std::printf("%-44s -> %s\n", o->file.c_str(), problem.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace egress::networking::v1alpha1
