@@ -68,7 +68,13 @@ void emitDecoder(std::ostringstream& o, const Struct& s) {
       o << "  r.list(" << key << ", " << member << ", " << decoderOf(*t.elem) << ");\n";
     }
   }
-  o << "  return r.finish(std::move(out));\n}\n\n";
+  // std::move of an all-scalar struct is a no-op that clang-tidy flags.
+  bool trivial = true;
+  for (const auto& f : s.fields) {
+    const TypeRef& t = f.type.kind == K::Optional ? *f.type.elem : f.type;
+    trivial = trivial && (t.kind == K::Bool || t.kind == K::Int32 || t.kind == K::Int64);
+  }
+  o << (trivial ? "  return r.finish(out);\n}\n\n" : "  return r.finish(std::move(out));\n}\n\n");
 }
 
 void emitEncoder(std::ostringstream& o, const Package& pkg, const Struct& s) {

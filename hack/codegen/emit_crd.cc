@@ -9,37 +9,72 @@ namespace {
 
 using K = TypeRef::Kind;
 
+struct Entry;
+
 // A YAML value: a scalar already in YAML syntax, a mapping (in insertion order) or a sequence.
+// (Entries, not std::pair<std::string, Node>: a pair of an incomplete type is undefined.)
 struct Node {
-  std::string scalar;
-  std::vector<std::pair<std::string, Node>> map;
-  std::vector<Node> list;
-  enum class Type { Scalar, Map, List } type = Type::Map;
+  enum class Type { Scalar, Map, List };
+
+  // Special members and helpers are defined below Entry, where it is complete.
+  Node();
+  Node(const Node&);
+  Node(Node&&) noexcept;
+  Node& operator=(const Node&);
+  Node& operator=(Node&&) noexcept;
+  ~Node();
 
   static Node str(const std::string& s);
-  static Node raw(const std::string& s) {
-    Node n;
-    n.type = Type::Scalar;
-    n.scalar = s;
-    return n;
-  }
-  static Node seq() {
-    Node n;
-    n.type = Type::List;
-    return n;
-  }
-  Node& set(const std::string& k, Node v) {
-    for (auto& [key, val] : map) {
-      if (key == k) {
-        val = std::move(v);
-        return val;
-      }
-    }
-    map.emplace_back(k, std::move(v));
-    return map.back().second;
-  }
-  void push(Node v) { list.push_back(std::move(v)); }
+  static Node raw(const std::string& s);
+  static Node seq();
+  Node& set(const std::string& k, Node v);
+  void push(Node v);
+
+  std::string scalar;
+  std::vector<Entry> map;
+  std::vector<Node> list;
+  Type type = Type::Map;
 };
+
+struct Entry {
+  std::string first;
+  Node second;
+};
+
+Node::Node() = default;
+Node::Node(const Node&) = default;
+Node::Node(Node&&) noexcept = default;
+Node& Node::operator=(const Node&) = default;
+Node& Node::operator=(Node&&) noexcept = default;
+Node::~Node() = default;
+
+Node Node::raw(const std::string& s) {
+  Node n;
+  n.type = Type::Scalar;
+  n.scalar = s;
+  return n;
+}
+
+Node Node::seq() {
+  Node n;
+  n.type = Type::List;
+  return n;
+}
+
+void Node::push(Node v) {
+  list.push_back(std::move(v));
+}
+
+Node& Node::set(const std::string& k, Node v) {
+  for (auto& [key, val] : map) {
+    if (key == k) {
+      val = std::move(v);
+      return val;
+    }
+  }
+  map.push_back(Entry{k, std::move(v)});
+  return map.back().second;
+}
 
 // Plain when unambiguous, else a double-quoted (JSON-escaped) string.
 Node Node::str(const std::string& s) {
@@ -387,9 +422,9 @@ Node structSchema(const Package& pkg, const Struct& s) {
   }
   std::sort(fields.begin(), fields.end(),
             [](const Field* a, const Field* b) { return a->jsonName < b->jsonName; });
-  std::vector<std::pair<std::string, Node>> sorted;
+  std::vector<Entry> sorted;
   for (const Field* f : fields) {
-    sorted.emplace_back(f->jsonName, fieldSchema(pkg, *f));
+    sorted.push_back(Entry{f->jsonName, fieldSchema(pkg, *f)});
   }
   for (auto& kv : sorted) {
     props.set(kv.first, kv.second);
@@ -409,7 +444,7 @@ Node structSchema(const Package& pkg, const Struct& s) {
   n.set("type", Node::raw("object"));
   addRules(n, s.markersNamed("XValidation"));
   // Stable key order within the schema: description, properties, required, type, rules.
-  std::vector<std::pair<std::string, Node>> ordered;
+  std::vector<Entry> ordered;
   for (const char* k :
        {"description", "properties", "required", "type", "x-kubernetes-validations"}) {
     for (auto& kv : n.map) {

@@ -86,8 +86,8 @@ class TypedClient {
   }
   // Events carry raw objects: decode them with ApiType<T>::decode (or use an informer).
   net::awaitable<kube::Result<std::unique_ptr<kube::WatchStream>>> watch(
-      kube::ListOptions opts) const {
-    return client_->watch(ApiType<T>::resource(), ns_, std::move(opts));
+      const kube::ListOptions& opts) const {
+    return client_->watch(ApiType<T>::resource(), ns_, opts);
   }
   net::awaitable<kube::Result<T>> create(T obj, kube::WriteOptions opts) const {
     return createIn(*client_, ns_, encodeJson(obj), std::move(opts));

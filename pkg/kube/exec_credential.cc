@@ -357,7 +357,7 @@ static std::optional<ExecCredentialStatus> parseExecCredentialStatus(std::string
     return std::nullopt;
   };
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());
   if (doc.HasParseError() || !doc.IsObject()) {
     return fail("output is not a JSON ExecCredential object");
   }

@@ -354,7 +354,7 @@ net::awaitable<Result<rapidjson::Document>> RestClient::sendJson(Call call) {
     doc.SetObject();
     co_return doc;
   }
-  doc.Parse(res->body.data(), res->body.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(res->body.data(), res->body.size());
   if (doc.HasParseError()) {
     co_return Error::decode("response body is not JSON (" + std::to_string(res->body.size()) +
                             " bytes, error at byte " + std::to_string(doc.GetErrorOffset()) + ")");

@@ -53,7 +53,7 @@ Result<Ok> WatchDecoder::decodeLine(std::string_view line, std::vector<WatchEven
     return Ok{};
   }
   WatchEvent event;
-  event.doc.Parse(line.data(), line.size());
+  event.doc.Parse<rapidjson::kParseIterativeFlag>(line.data(), line.size());
   if (event.doc.HasParseError()) {
     return Error::decode("watch event is not valid JSON (at byte " +
                          std::to_string(event.doc.GetErrorOffset()) + " of " +

@@ -120,7 +120,7 @@ net::awaitable<kube::Result<Ok>> KubeLeaseLock::update(LeaderElectionRecord reco
   rapidjson::Document spec;
   std::string specJson =
       meta::encodeToString(leaseSpecFromRecord(record), coordination::encodeLeaseSpec);
-  spec.Parse(specJson.data(), specJson.size());
+  spec.Parse<rapidjson::kParseIterativeFlag>(specJson.data(), specJson.size());
   rapidjson::Value specValue;
   specValue.CopyFrom(spec, alloc);
   setMember(doc, "spec", std::move(specValue), alloc);

@@ -215,8 +215,10 @@ void FieldReader::read(const char* field, std::optional<Time>& out) {
   out = *t;
 }
 
+// Iterative: RapidJSON's default parser recurses once per nesting level, so ~200 KB of "[[[["
+// would overflow the stack (found by test/fuzz/decode_fuzz). Every Parse in pkg/ uses it.
 std::optional<DecodeError> parseJson(std::string_view json, rapidjson::Document& doc) {
-  doc.Parse(json.data(), json.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());
   if (doc.HasParseError()) {
     return DecodeError{"", std::string("invalid JSON at offset ") +
                                std::to_string(doc.GetErrorOffset()) + ": " +

@@ -48,7 +48,7 @@ std::optional<Status> decodeStatus(const rapidjson::Value& v) {
 
 std::optional<Status> parseStatus(std::string_view body) {
   rapidjson::Document d;
-  d.Parse(body.data(), body.size());
+  d.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
   if (d.HasParseError()) {
     return std::nullopt;
   }

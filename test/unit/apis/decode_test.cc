@@ -199,3 +199,27 @@ TEST(Encode, StringLiteralIsWrittenAsAStringNotABool) {
 
 }  // namespace
 }  // namespace egress::meta
+
+namespace egress::meta {
+namespace {
+
+// The parser must not recurse per nesting level: 200,000 levels overflowed the stack (fuzzer).
+TEST(ParseJsonTest, DeeplyNestedJsonDoesNotOverflowTheStack) {
+  const std::string json =
+      R"({"metadata":)" + std::string(200'000, '[') + std::string(200'000, ']') + "}";
+  rapidjson::Document doc;
+  EXPECT_FALSE(parseJson(json, doc).has_value());
+  auto r = parseAndDecode(json, [](const rapidjson::Value& v) -> Decoded<std::string> {
+    FieldReader reader(v);
+    std::string name;
+    reader.nested("metadata", [&](FieldReader& m) { m.read("name", name); });
+    return reader.finish(name);
+  });
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().toString(), "metadata: expected object");
+  const std::string unclosed = std::string(200'000, '[');
+  EXPECT_TRUE(parseJson(unclosed, doc).has_value());
+}
+
+}  // namespace
+}  // namespace egress::meta

@@ -10,7 +10,7 @@ meta::Decoded<IPFamilyCounts> decodeIPFamilyCounts(const rapidjson::Value& v) {
   r.read("total", out.total);
   r.read("allocated", out.allocated);
   r.read("free", out.free);
-  return r.finish(std::move(out));
+  return r.finish(out);
 }
 
 void encodeIPFamilyCounts(meta::JsonWriter& w, const IPFamilyCounts& v) {

@@ -39,7 +39,7 @@ rapidjson::Value toJson(const YAML::Node& n, rapidjson::Document::AllocatorType&
       return arr;
     }
     case YAML::NodeType::Scalar: {
-      const std::string s = n.Scalar();
+      const std::string& s = n.Scalar();
       if (n.Tag() != "!") {
         if (s == "true" || s == "false") {
           return rapidjson::Value(s == "true");
