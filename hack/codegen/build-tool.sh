@@ -8,4 +8,7 @@ if [[ ! -f "$dir/build.ninja" ]]; then
   cmake -S hack/codegen -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
 cmake --build "$dir" --target egress-codegen >/dev/null
-echo "$PWD/$dir/egress-codegen"
+case "$dir" in
+  /*) echo "$dir/egress-codegen" ;;
+  *) echo "$PWD/$dir/egress-codegen" ;;
+esac

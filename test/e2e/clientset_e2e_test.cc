@@ -218,6 +218,19 @@ TEST_F(ClientsetE2E, NamespacedKindWithWatchInformerAndLister) {
   EXPECT_TRUE(factory.stopped());
 }
 
+// +kubebuilder:default: the server fills in ipFamily, and the typed client decodes it.
+TEST_F(ClientsetE2E, TheServerAppliesSchemaDefaults) {
+  Clientset clientset(*rest_);
+  const auto policies = clientset.networkingV1alpha1().egressGatewayPolicies(ns_);
+  api::EgressGatewayPolicy policy;
+  policy.metadata.name = "defaults";
+  policy.spec.egressIP.pool = "corp";
+  ASSERT_TRUE(policy.spec.egressIP.ipFamily.empty());
+  auto created = run(policies.create(policy, kube::WriteOptions()));
+  ASSERT_TRUE(created) << created.error().message();
+  EXPECT_EQ(created->spec.egressIP.ipFamily, "IPv4");
+}
+
 // The API server enforces the schema on the typed client's writes too: the error names the
 // field and comes back as an Invalid kube::Error.
 TEST_F(ClientsetE2E, SchemaViolationsComeBackAsInvalidWithTheField) {

@@ -137,6 +137,7 @@ struct EgressIPSpec {
   std::vector<std::string> addresses;
   // IPv4 (default), IPv6, or DualStack (one address of each family per replica).
   // +kubebuilder:validation:Enum=IPv4;IPv6;DualStack
+  // +kubebuilder:default=IPv4
   std::string ipFamily;
 
   bool operator==(const EgressIPSpec&) const = default;
