@@ -457,6 +457,16 @@ Node structSchema(const Package& pkg, const Struct& s) {
   return n;
 }
 
+void stripRules(Node& n) {
+  std::erase_if(n.map, [](const Entry& e) { return e.first == "x-kubernetes-validations"; });
+  for (auto& e : n.map) {
+    stripRules(e.second);
+  }
+  for (auto& item : n.list) {
+    stripRules(item);
+  }
+}
+
 }  // namespace
 
 Files emitCrds(const Package& pkg, const std::string& dir) {
@@ -520,10 +530,21 @@ Files emitCrds(const Package& pkg, const std::string& dir) {
     versions.push(v);
     spec.set("versions", versions);
     crd.set("spec", spec);
-    std::ostringstream o;
-    o << banner(pkg, "#") << "---\n";
-    write(o, crd, 0);
-    files[dir + "/" + pkg.group + "_" + r.plural + ".yaml"] = o.str();
+    const std::string name = pkg.group + "_" + r.plural + ".yaml";
+    std::ostringstream cel;
+    cel << banner(pkg, "#")
+        << "# With CEL rules (x-kubernetes-validations): for API servers >= 1.25.\n---\n";
+    write(cel, crd, 0);
+    files[dir + "/cel/" + name] = cel.str();
+    // Without them for every server: kubectl validates a CRD against the server's OpenAPI, and
+    // before 1.23 that has no x-kubernetes-validations, so `kubectl apply` would refuse it.
+    stripRules(crd);
+    std::ostringstream plain;
+    plain << banner(pkg, "#")
+          << "# Without CEL rules, for any API server (the operator enforces them itself);\n"
+          << "# on API servers >= 1.25 apply ./cel/ instead for admission-time checks.\n---\n";
+    write(plain, crd, 0);
+    files[dir + "/" + name] = plain.str();
   }
   return files;
 }

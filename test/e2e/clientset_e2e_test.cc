@@ -28,10 +28,7 @@ using testutil::runSync;
 class ClientsetE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // --validate=warn: kubectl validates CRDs against 1.20's OpenAPI, which predates CEL rules
-    // (see crd_e2e_test.cc).
-    auto apply = controlPlane().kubectl(
-        {"apply", "--validate=warn", "-f", testenv::sourceDir() + "/manifests/"});
+    auto apply = controlPlane().kubectl({"apply", "-f", testenv::sourceDir() + "/manifests/"});
     ASSERT_TRUE(apply.ok()) << apply.output;
     auto wait = controlPlane().kubectl({"wait", "--for", "condition=established", "--timeout=60s",
                                         "crd/ipampools.networking.egressgateway.dev",

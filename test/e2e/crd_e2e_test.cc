@@ -7,10 +7,10 @@
 // kubectl 1.33 and our 1.20 server: 1.20 has no server-side field validation (the fieldValidation
 // query parameter), so kubectl's default --validate=strict falls back to client-side validation
 // against the server's /openapi/v2. That document describes 1.20's JSONSchemaProps, which has no
-// x-kubernetes-validations (CEL, 1.23+), so the CRDs are applied with --validate=warn (kubectl
-// skips its client-side check and lets the server decide; 1.20 drops the CEL rules it does not
-// know). The invalid objects are sent with --validate=false as well, after a plain `kubectl create`
-// has failed, so that the server's schema, not kubectl's copy of it, gives the verdict.
+// x-kubernetes-validations (CEL, 1.23+): manifests/ holds the CRDs without CEL rules, for any
+// server, and manifests/cel/ the same CRDs with them, for servers >= 1.25. The invalid objects are
+// sent with --validate=false as well, after a plain `kubectl create` has failed, so that the
+// server's schema, not kubectl's copy of it, gives the verdict.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -95,19 +95,22 @@ void installCrds() {
   auto& cp = controlPlane();
   const std::string manifests = sourceDir() + "/manifests/";
   ASSERT_TRUE(std::filesystem::exists(manifests)) << manifests << " is missing (make generate)";
-  // Plain `kubectl apply -f manifests/` fails here in kubectl's client-side validation, and only
-  // because 1.20's OpenAPI predates the CEL rules (README: installing on servers before 1.25).
-  auto strict = cp.kubectl({"apply", "--dry-run=client", "-f", manifests});
-  ASSERT_FALSE(strict.ok()) << "1.20 learned CEL? then drop --validate=warn below\n"
-                            << strict.output;
-  std::istringstream lines(strict.output);
+  // manifests/cel/ carries the CEL rules: kubectl refuses them here in its client-side
+  // validation, and only because 1.20's OpenAPI predates x-kubernetes-validations.
+  auto cel = cp.kubectl({"apply", "--dry-run=client", "-f", manifests + "cel/"});
+  ASSERT_FALSE(cel.ok()) << "1.20 learned CEL?\n" << cel.output;
+  std::istringstream lines(cel.output);
   for (std::string line; std::getline(lines, line);) {
     if (line.find("error") != std::string::npos || line.find("Error") != std::string::npos) {
       EXPECT_THAT(line, HasSubstr("x-kubernetes-validations")) << "another problem:\n" << line;
     }
   }
-  // --validate=warn: see the file comment (the CRDs carry CEL rules 1.20's OpenAPI lacks).
-  auto apply = cp.kubectl({"apply", "--validate=warn", "-f", manifests});
+  // ... while the server itself takes them (and drops the rules it does not know).
+  auto celServer =
+      cp.kubectl({"apply", "--dry-run=server", "--validate=warn", "-f", manifests + "cel/"});
+  EXPECT_TRUE(celServer.ok()) << celServer.output;
+  // What users run: kubectl's defaults, strict validation included.
+  auto apply = cp.kubectl({"apply", "-f", manifests});
   ASSERT_TRUE(apply.ok()) << apply.output;
   for (const char* crd : kCrds) {
     EXPECT_THAT(apply.output, HasSubstr(crd));
