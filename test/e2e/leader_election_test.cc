@@ -25,6 +25,7 @@
 #include "pkg/leaderelection/kube_lease_lock.h"
 #include "test/e2e/testenv/environment.h"
 #include "test/testutil/run_sync.h"
+#include "test/testutil/temp_dir.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -169,9 +170,8 @@ class Candidate {
 class LeaderElectionE2E : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/leader-election-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
     std::random_device rd;
     lease_ = "le-e2e-" + std::to_string(rd() % 1000000);
 
@@ -193,9 +193,7 @@ class LeaderElectionE2E : public ::testing::Test {
         std::printf("---- log of %s ----\n%s", c->identity().c_str(), c->log().c_str());
       }
     }
-    candidates_.clear();
-    std::string rm = "rm -rf " + dir_;
-    (void)std::system(rm.c_str());
+    candidates_.clear();  // before tmp_ goes: they write their status files there
   }
 
   Candidate& spawn(const std::string& identity) {
@@ -263,6 +261,7 @@ class LeaderElectionE2E : public ::testing::Test {
   net::io_context ioc_;
   std::unique_ptr<kube::RestClient> client_;
   std::unique_ptr<KubeLeaseLock> observer_;
+  testutil::TempDir tmp_{"leader-election-e2e"};
   std::string dir_;
   std::string lease_;
   std::vector<std::unique_ptr<Candidate>> candidates_;

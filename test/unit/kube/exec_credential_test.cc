@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "pkg/apis/meta/time.h"
+#include "test/testutil/temp_dir.h"
 #include <stdlib.h>
 
 namespace egress::kube {
@@ -34,15 +35,6 @@ system_clock::time_point at(int hour, int minute, int second) {
 // A temp folder with shell-script plugins; the scripts append to calls.log on every run.
 class ExecCredentialTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "exec_credential_test.XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
   // `body` runs after the call is logged; it prints the ExecCredential.
   std::string script(const std::string& name, const std::string& body) {
     std::string path = dir_ + "/" + name;
@@ -75,7 +67,8 @@ class ExecCredentialTest : public ::testing::Test {
     return static_cast<int>(std::count(log.begin(), log.end(), '\n'));
   }
 
-  std::string dir_;
+  testutil::TempDir tmp_{"exec_credential_test"};
+  std::string dir_ = tmp_.path();
   system_clock::time_point now_ = at(9, 0, 0);
 };
 

@@ -12,6 +12,7 @@
 
 #include "pkg/kube/auth_provider.h"
 #include "test/testutil/scoped_env.h"
+#include "test/testutil/temp_dir.h"
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -28,14 +29,6 @@ using testutil::ScopedEnv;
 
 class TempDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "in_cluster_test.XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   std::string write(const std::string& name, const std::string& contents) {
     std::string path = dir_ + "/" + name;
     std::ofstream(path, std::ios::binary | std::ios::trunc) << contents;
@@ -47,7 +40,8 @@ class TempDirTest : public ::testing::Test {
     fs::rename(dir_ + "/" + name + ".tmp", dir_ + "/" + name);
   }
 
-  std::string dir_;
+  testutil::TempDir tmp_{"in_cluster_test"};
+  std::string dir_ = tmp_.path();
 };
 
 using InClusterTest = TempDirTest;

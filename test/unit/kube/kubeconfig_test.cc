@@ -11,6 +11,7 @@
 
 #include "pkg/kube/base64.h"
 #include "test/testutil/scoped_env.h"
+#include "test/testutil/temp_dir.h"
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -29,29 +30,8 @@ std::string readFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "kubeconfig_test.XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string write(const std::string& name, const std::string& contents) const {
-    std::string p = path_ + "/" + name;
-    fs::create_directories(fs::path(p).parent_path());
-    std::ofstream(p, std::ios::binary | std::ios::trunc) << contents;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 using testutil::ScopedEnv;
+using testutil::TempDir;
 
 // Restores the working directory, which some tests change to prove paths do not depend on it.
 class ScopedCwd {
