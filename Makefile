@@ -9,7 +9,7 @@ CTEST_FLAGS ?= --output-on-failure
 IMAGE ?= egress-gateway-operator:dev
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps testenv configure build test test-unit test-e2e generate verify-generate \
+.PHONY: all deps testenv configure build test test-unit test-e2e test-asan generate verify-generate \
         lint format demo bench fuzz docker-build clean
 
 all: build
@@ -37,6 +37,14 @@ test-unit: build
 
 test-e2e: testenv build
 	cd $(BUILD_DIR) && ctest -L e2e $(CTEST_FLAGS)
+
+# Every test again under AddressSanitizer + UndefinedBehaviorSanitizer (a second build in
+# build-asan/; not part of `make test`, which must fit CI's time budget).
+test-asan: testenv deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DEGRESS_SANITIZE=address,undefined
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest $(CTEST_FLAGS)
 
 # Codecs, validation, typed clientset/listers/informers and CRDs from pkg/apis/*/*/types.h.
 generate:
