@@ -24,7 +24,6 @@ using testenv::controlPlane;
 using ::testing::HasSubstr;
 using testutil::runSync;
 
-const Resource kNamespaces{"", "v1", "namespaces", false};
 const Resource kConfigMaps{"", "v1", "configmaps", true};
 const Resource kDeployments{"apps", "v1", "deployments", true};
 
@@ -58,10 +57,8 @@ class KubeClientE2E : public ::testing::Test {
     ASSERT_NE(client_, nullptr);
     std::random_device rd;
     ns_ = "kube-e2e-" + std::to_string(rd() % 1000000);
-    auto created = run(client_->create(
-        kNamespaces, "",
-        R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns_ + "\"}}"));
-    ASSERT_TRUE(created) << created.error().message();
+    const std::string error = controlPlane().createNamespace(ns_);
+    ASSERT_EQ(error, "");
   }
 
   std::unique_ptr<RestClient> clientFor(const std::string& kubeconfig, double qps = 500) {

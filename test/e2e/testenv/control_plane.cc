@@ -1,9 +1,11 @@
 #include "test/e2e/testenv/control_plane.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -132,6 +134,21 @@ CommandResult ControlPlane::kubectl(const std::vector<std::string>& args) const 
   std::vector<std::string> argv{dir_ + "/bin/kubectl", "--kubeconfig", kubeconfig()};
   argv.insert(argv.end(), args.begin(), args.end());
   return runCommand(argv);
+}
+
+std::string ControlPlane::createNamespace(const std::string& ns) const {
+  auto created = kubectl({"create", "namespace", ns});
+  if (!created.ok()) {
+    return created.output;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (kubectl({"-n", ns, "get", "configmap", "kube-root-ca.crt", "-o", "name"}).ok()) {
+      return "";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "kube-root-ca.crt did not appear in namespace " + ns + " within 30 s";
 }
 
 CommandResult ControlPlane::ctl(const std::vector<std::string>& args) const {

@@ -56,6 +56,10 @@ class ControlPlane {
 
   // kubectl (1.33, from the test cache) against this control plane.
   CommandResult kubectl(const std::vector<std::string>& args) const;
+  // Creates namespace `ns` and waits (up to 30 s) until the controller-manager's root-CA
+  // publisher has put kube-root-ca.crt into it, so that ConfigMap cannot show up in the middle
+  // of a test's lists and watches. Returns "" or what went wrong.
+  std::string createNamespace(const std::string& ns) const;
   // hack/testenv/ctl.sh DIR ARGS... (restart a component, compact etcd).
   CommandResult ctl(const std::vector<std::string>& args) const;
 
