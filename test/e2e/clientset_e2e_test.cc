@@ -47,8 +47,7 @@ class ClientsetE2E : public ::testing::Test {
     std::random_device rd;
     suffix_ = std::to_string(rd() % 1000000);
     ns_ = "clientset-e2e-" + suffix_;
-    auto created = controlPlane().kubectl({"create", "namespace", ns_});
-    ASSERT_TRUE(created.ok()) << created.output;
+    ASSERT_EQ(controlPlane().createNamespace(ns_), "");
   }
 
   template <class T>

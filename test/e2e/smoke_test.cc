@@ -59,7 +59,7 @@ TEST(Smoke, TokenKubeconfigAuthenticates) {
 TEST(Smoke, DeploymentBecomesAvailable) {
   auto& cp = controlPlane();
   const std::string ns = uniqueName("smoke");
-  ASSERT_TRUE(cp.kubectl({"create", "namespace", ns}).ok());
+  ASSERT_EQ(cp.createNamespace(ns), "");
   auto create = cp.kubectl({"-n", ns, "create", "deployment", "web",
                             "--image=example.invalid/egress/pause:1", "--replicas=3"});
   ASSERT_TRUE(create.ok()) << create.output;
