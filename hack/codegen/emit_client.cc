@@ -14,11 +14,6 @@ std::string groupVersionName(const Package& pkg) {
   return g + v;
 }
 
-std::string plural(const std::string& lowerCamelName) {
-  return lowerCamelName.ends_with("y") ? lowerCamelName.substr(0, lowerCamelName.size() - 1) + "ies"
-                                       : lowerCamelName + "s";
-}
-
 std::string head(const Package& pkg, const std::string& what) {
   return banner(pkg, "//") + "//\n// " + what + "\n#pragma once\n\n";
 }
@@ -55,7 +50,7 @@ Files emitClient(const Package& pkg, const std::string& dir) {
     << "Client(kube::RestClient& client) : client_(&client) {}\n\n";
   for (const Struct* s : pkg.roots()) {
     const Resource r = std::get<Resource>(resourceOf(*s));
-    const std::string method = plural(lowerCamel(s->name));
+    const std::string method = pluralize(lowerCamel(s->name));
     if (r.namespaced) {
       c << "  // `ns` \"\" lists and watches across all namespaces.\n"
         << "  TypedClient<" << api << "::" << s->name << "> " << method
@@ -99,7 +94,7 @@ Files emitClient(const Package& pkg, const std::string& dir) {
       << "  std::vector<Ptr> list(const meta::LabelSelector* selector = nullptr) const {\n"
       << "    return lister_.list(selector);\n  }\n";
     if (r.namespaced) {
-      l << "  " << s->name << "NamespaceLister " << plural(lowerCamel(s->name))
+      l << "  " << s->name << "NamespaceLister " << pluralize(lowerCamel(s->name))
         << "(std::string ns) const {\n    return {indexer_, std::move(ns)};\n  }\n";
     } else {
       l << "  Ptr get(const std::string& name) const { return lister_.get(\"\", name); }\n";
@@ -122,7 +117,7 @@ Files emitClient(const Package& pkg, const std::string& dir) {
   for (const Struct* s : pkg.roots()) {
     const Resource r = std::get<Resource>(resourceOf(*s));
     const std::string t = api + "::" + s->name;
-    const std::string method = plural(lowerCamel(s->name));
+    const std::string method = pluralize(lowerCamel(s->name));
     i << "  // The shared informer (one per namespace, label selector); `transform` applies to "
          "the\n"
          "  // informer that the first caller creates.\n"

@@ -398,62 +398,45 @@ Node structSchema(const Package& pkg, const Struct& s) {
   if (!desc.empty()) {
     n.set("description", Node::str(desc));
   }
+  // Properties sorted by name (as controller-gen writes them), the root's apiVersion and kind
+  // among them; keys in the order description, properties, required, type, rules.
   Node props;
-  std::vector<const Field*> fields;
-  for (const auto& f : s.fields) {
-    fields.push_back(&f);
-  }
   if (s.isRoot()) {
-    Field apiVersion;
-    apiVersion.jsonName = "apiVersion";
-    apiVersion.doc = {
-        "APIVersion defines the versioned schema of this representation of an object."};
-    Field kind;
-    kind.jsonName = "kind";
-    kind.doc = {"Kind is a string value representing the REST resource this object represents."};
     Node a;
-    a.set("description", Node::str(apiVersion.doc[0]));
+    a.set(
+        "description",
+        Node::str("APIVersion defines the versioned schema of this representation of an object."));
     a.set("type", Node::raw("string"));
     props.set("apiVersion", a);
     Node k;
-    k.set("description", Node::str(kind.doc[0]));
+    k.set(
+        "description",
+        Node::str("Kind is a string value representing the REST resource this object represents."));
     k.set("type", Node::raw("string"));
     props.set("kind", k);
   }
-  std::sort(fields.begin(), fields.end(),
-            [](const Field* a, const Field* b) { return a->jsonName < b->jsonName; });
-  std::vector<Entry> sorted;
-  for (const Field* f : fields) {
-    sorted.push_back(Entry{f->jsonName, fieldSchema(pkg, *f)});
-  }
-  for (auto& kv : sorted) {
-    props.set(kv.first, kv.second);
+  Node req = Node::seq();
+  for (const auto& f : s.fields) {
+    props.set(f.jsonName, fieldSchema(pkg, f));
   }
   std::sort(props.map.begin(), props.map.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  Node req = Node::seq();
-  for (const Field* f : fields) {
-    if (f->required()) {
-      req.push(Node::raw(f->jsonName));
+  std::vector<std::string> required;
+  for (const auto& f : s.fields) {
+    if (f.required()) {
+      required.push_back(f.jsonName);
     }
   }
+  std::sort(required.begin(), required.end());
+  for (const auto& name : required) {
+    req.push(Node::raw(name));
+  }
+  n.set("properties", props);
   if (!req.list.empty()) {
     n.set("required", req);
   }
-  n.set("properties", props);
   n.set("type", Node::raw("object"));
   addRules(n, s.markersNamed("XValidation"));
-  // Stable key order within the schema: description, properties, required, type, rules.
-  std::vector<Entry> ordered;
-  for (const char* k :
-       {"description", "properties", "required", "type", "x-kubernetes-validations"}) {
-    for (auto& kv : n.map) {
-      if (kv.first == k) {
-        ordered.push_back(kv);
-      }
-    }
-  }
-  n.map = ordered;
   return n;
 }
 

@@ -148,8 +148,7 @@ std::variant<Resource, ResourceError> resourceOf(const Struct& s) {
   for (auto& c : r.singular) {
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  r.plural = r.singular.ends_with("y") ? r.singular.substr(0, r.singular.size() - 1) + "ies"
-                                       : r.singular + "s";
+  r.plural = pluralize(r.singular);
   r.namespaced = s.marker("genclient:nonNamespaced") == nullptr;
   r.statusSubresource = s.marker("kubebuilder:subresource:status") != nullptr;
   const Marker* res = s.marker("kubebuilder:resource");
@@ -199,6 +198,10 @@ std::variant<Resource, ResourceError> resourceOf(const Struct& s) {
     r.printColumns.push_back(c);
   }
   return r;
+}
+
+std::string pluralize(const std::string& name) {
+  return name.ends_with("y") ? name.substr(0, name.size() - 1) + "ies" : name + "s";
 }
 
 std::string lowerCamel(const std::string& name) {

@@ -66,11 +66,6 @@ struct PrintColumn {
   std::string jsonPath;
 };
 
-struct CelRule {
-  std::string rule;
-  std::string message;
-};
-
 struct Struct {
   std::string name;
   std::vector<std::string> doc;
@@ -94,7 +89,6 @@ struct Resource {
   std::vector<std::string> categories;
   bool statusSubresource = false;
   std::vector<PrintColumn> printColumns;
-  std::vector<CelRule> rules;
 };
 
 struct Package {
@@ -116,6 +110,9 @@ struct ResourceError {
   std::string message;
 };
 std::variant<Resource, ResourceError> resourceOf(const Struct& s);
+
+// English plural of a lower-case or camelCase name: "policy" -> "policies", "pool" -> "pools".
+std::string pluralize(const std::string& name);
 
 // "IPAMPool" -> "ipamPool", "EgressGatewayPolicy" -> "egressGatewayPolicy" (leading capitals
 // lower-cased up to the last one that starts a word).

@@ -150,7 +150,7 @@ net::awaitable<std::optional<Clock::TimePoint>> LeaderElector::acquire() {
     }
     const auto now = clock_.now();
     auto next = now + candidateWait();
-    const auto expiry = observedTime_ + seconds(observedRecord_.leaseDurationSeconds);
+    const auto expiry = observedExpiry();
     if (expiry > now && expiry < next) {
       next = expiry;
     }
@@ -373,8 +373,12 @@ net::awaitable<bool> LeaderElector::sleepUntil(Clock::TimePoint t) {
 }
 
 // The holder's leaseDurationSeconds (from the record), counted from when WE saw it change.
+Clock::TimePoint LeaderElector::observedExpiry() const {
+  return observedTime_ + seconds(observedRecord_.leaseDurationSeconds);
+}
+
 bool LeaderElector::isLeaseValid(Clock::TimePoint now) const {
-  return observedTime_ + seconds(observedRecord_.leaseDurationSeconds) > now;
+  return observedExpiry() > now;
 }
 
 bool LeaderElector::observedSelfAsHolder() const {

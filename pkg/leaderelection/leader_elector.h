@@ -154,6 +154,8 @@ class LeaderElector {
   // Sleeps until `t`; false if stop() was called.
   net::awaitable<bool> sleepUntil(Clock::TimePoint t);
 
+  // When the observed lease runs out, by the local clock: observedTime_ + its leaseDuration.
+  Clock::TimePoint observedExpiry() const;
   bool isLeaseValid(Clock::TimePoint now) const;
   bool observedSelfAsHolder() const;
   void setObservedRecord(const LeaderElectionRecord& record);
