@@ -1,8 +1,11 @@
 // The YAML users copy and the objects the API server rejects, read with our decoders and
 // validate(): every example in deploy/examples/ decodes and is valid; every object in
 // test/testdata/invalid/ (each rejected by the real API server in crd_e2e_test) is refused by
-// the decoder or by validate() too, so the controllers never act on what the schema forbids.
+// the decoder or by validate() too, at the field path its `# expect:` line names, so the
+// controllers never act on what the schema forbids.
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -90,13 +93,13 @@ std::vector<std::unique_ptr<Object>> ourObjects(const std::string& dir) {
   return out;
 }
 
-// "" when the object decodes and validates, else the first problem.
-std::string problemOf(const Object& o) {
-  auto check = [](const auto& decoded) -> std::string {
+// The decode error (its message prefixed "decode: "), else validate()'s errors.
+validation::FieldErrors problemsOf(const Object& o) {
+  auto check = [](const auto& decoded) -> validation::FieldErrors {
     if (!decoded) {
-      return "decode: " + decoded.error().toString();
+      return {{decoded.error().path, "decode: " + decoded.error().message}};
     }
-    return validation::join(validate(*decoded));
+    return validate(*decoded);
   };
   if (o.kind == "IPAMPool") {
     return check(decodeIPAMPool(o.doc));
@@ -107,7 +110,28 @@ std::string problemOf(const Object& o) {
   if (o.kind == "OperatorConfig") {
     return check(decodeOperatorConfig(o.doc));
   }
-  return "unknown kind " + o.kind;
+  return {{"", "unknown kind " + o.kind}};
+}
+
+// The path after `# expect:` in the file's leading comment (the field the API server names), or
+// "".
+std::string expectedPath(const std::string& dir, const std::string& file) {
+  std::ifstream in(std::string(EGRESS_SOURCE_DIR) + "/" + dir + "/" + file);
+  const std::string marker = "# expect:";
+  for (std::string line; std::getline(in, line) && line.starts_with("#");) {
+    if (line.starts_with(marker)) {
+      const auto b = line.find_first_not_of(' ', marker.size());
+      return b == std::string::npos ? "" : line.substr(b);
+    }
+  }
+  return "";
+}
+
+// `path` is `want` or inside it: the 1.20 API server names "spec.cidrs" where we say
+// "spec.cidrs[1]".
+bool within(const std::string& path, const std::string& want) {
+  return path == want ||
+         (path.starts_with(want) && (path[want.size()] == '[' || path[want.size()] == '.'));
 }
 
 TEST(ExamplesTest, EveryExampleDecodesAndIsValid) {
@@ -115,19 +139,25 @@ TEST(ExamplesTest, EveryExampleDecodesAndIsValid) {
   EXPECT_GE(objects.size(), 8u);
   std::set<std::string> kinds;
   for (const auto& o : objects) {
-    EXPECT_EQ(problemOf(*o), "") << o->file << " (" << o->kind << ")";
+    EXPECT_EQ(validation::join(problemsOf(*o)), "") << o->file << " (" << o->kind << ")";
     kinds.insert(o->kind);
   }
   EXPECT_EQ(kinds.size(), 3u) << "an example of every kind";
 }
 
-TEST(ExamplesTest, EveryObjectTheApiServerRejectsIsRefusedHereToo) {
-  const auto objects = ourObjects("test/testdata/invalid");
+TEST(ExamplesTest, EveryObjectTheApiServerRejectsIsRefusedHereTooAtTheSamePath) {
+  const std::string dir = "test/testdata/invalid";
+  const auto objects = ourObjects(dir);
   EXPECT_GE(objects.size(), 10u);
   for (const auto& o : objects) {
-    const std::string problem = problemOf(*o);
-    EXPECT_NE(problem, "") << o->file << " is accepted by validate()";
-    std::printf("%-44s -> %s\n", o->file.c_str(), problem.c_str());
+    const std::string want = expectedPath(dir, o->file);
+    ASSERT_NE(want, "") << o->file << " has no `# expect:` line";
+    const auto problems = problemsOf(*o);
+    EXPECT_NE(problems, validation::FieldErrors{}) << o->file << " is accepted by validate()";
+    EXPECT_TRUE(std::any_of(problems.begin(), problems.end(),
+                            [&](const auto& p) { return within(p.path, want); }))
+        << o->file << " expects a problem at " << want << ", got: " << validation::join(problems);
+    std::printf("%-44s -> %s\n", o->file.c_str(), validation::join(problems).c_str());
   }
 }
 
