@@ -35,7 +35,7 @@ Files emitClient(const Package& pkg, const std::string& dir) {
     << "#include \"pkg/client/typed_client.h\"\n#include \"pkg/kube/rest_client.h\"\n\n"
     << "namespace egress::client {\n\n";
   for (const Struct* s : pkg.roots()) {
-    const Resource r = std::get<Resource>(resourceOf(*s));
+    const Resource& r = *s->resource;
     c << "template <>\nstruct ApiType<" << api << "::" << s->name << "> {\n"
       << "  static kube::Resource resource() {\n"
       << "    return kube::Resource{\"" << pkg.group << "\", \"" << pkg.version << "\", \""
@@ -49,8 +49,8 @@ Files emitClient(const Package& pkg, const std::string& dir) {
   c << "class " << gv << "Client {\n public:\n  explicit " << gv
     << "Client(kube::RestClient& client) : client_(&client) {}\n\n";
   for (const Struct* s : pkg.roots()) {
-    const Resource r = std::get<Resource>(resourceOf(*s));
-    const std::string method = pluralize(lowerCamel(s->name));
+    const Resource& r = *s->resource;
+    const std::string& method = r.accessor;
     if (r.namespaced) {
       c << "  // `ns` \"\" lists and watches across all namespaces.\n"
         << "  TypedClient<" << api << "::" << s->name << "> " << method
@@ -76,7 +76,7 @@ Files emitClient(const Package& pkg, const std::string& dir) {
     << "#include <string>\n#include <vector>\n\n#include \"" << pkg.includePath << "\"\n"
     << "#include \"pkg/cache/lister.h\"\n\nnamespace egress::client {\n\n";
   for (const Struct* s : pkg.roots()) {
-    const Resource r = std::get<Resource>(resourceOf(*s));
+    const Resource& r = *s->resource;
     const std::string t = api + "::" + s->name;
     if (r.namespaced) {
       l << "class " << s->name
@@ -94,7 +94,7 @@ Files emitClient(const Package& pkg, const std::string& dir) {
       << "  std::vector<Ptr> list(const meta::LabelSelector* selector = nullptr) const {\n"
       << "    return lister_.list(selector);\n  }\n";
     if (r.namespaced) {
-      l << "  " << s->name << "NamespaceLister " << pluralize(lowerCamel(s->name))
+      l << "  " << s->name << "NamespaceLister " << r.accessor
         << "(std::string ns) const {\n    return {indexer_, std::move(ns)};\n  }\n";
     } else {
       l << "  Ptr get(const std::string& name) const { return lister_.get(\"\", name); }\n";
@@ -115,9 +115,9 @@ Files emitClient(const Package& pkg, const std::string& dir) {
     << "class " << gv << "Informers {\n public:\n  explicit " << gv
     << "Informers(cache::SharedInformerFactory& factory) : factory_(&factory) {}\n\n";
   for (const Struct* s : pkg.roots()) {
-    const Resource r = std::get<Resource>(resourceOf(*s));
+    const Resource& r = *s->resource;
     const std::string t = api + "::" + s->name;
-    const std::string method = pluralize(lowerCamel(s->name));
+    const std::string& method = r.accessor;
     i << "  // The shared informer (one per namespace, label selector); `transform` applies to "
          "the\n"
          "  // informer that the first caller creates.\n"

@@ -1,3 +1,4 @@
+#include <set>
 #include <sstream>
 
 #include "hack/codegen/emit.h"
@@ -42,6 +43,55 @@ bool isObjectKind(K k) {
   return k == K::ObjectMeta || k == K::LabelSelector || k == K::Condition || k == K::Struct;
 }
 
+// The decoder of one item of a list of scalars other than strings (FieldReader reads lists of
+// strings itself); its errors read as FieldReader's.
+std::string itemDecoderOf(K kind) {
+  switch (kind) {
+    case K::Int32:
+      return "decodeInt32Item";
+    case K::Int64:
+      return "decodeInt64Item";
+    default:
+      return "decodeBoolItem";
+  }
+}
+
+// The item decoders `pkg` uses, in a file-local namespace (none if it uses none).
+std::string itemDecoders(const Package& pkg) {
+  std::set<K> used;
+  for (const auto& s : pkg.structs) {
+    for (const auto& f : s.fields) {
+      if (f.type.kind == K::Vector && f.type.elem->isScalar() && f.type.elem->kind != K::String) {
+        used.insert(f.type.elem->kind);
+      }
+    }
+  }
+  if (used.empty()) {
+    return "";
+  }
+  std::ostringstream o;
+  o << "namespace {\n\n";
+  if (used.count(K::Int32) != 0) {
+    o << "meta::Decoded<int32_t> decodeInt32Item(const rapidjson::Value& v) {\n"
+      << "  if (!v.IsInt64()) {\n    return meta::DecodeError{\"\", \"expected integer\"};\n  }\n"
+      << "  if (!v.IsInt()) {\n"
+      << "    return meta::DecodeError{\"\", \"integer out of range for int32\"};\n  }\n"
+      << "  return v.GetInt();\n}\n\n";
+  }
+  if (used.count(K::Int64) != 0) {
+    o << "meta::Decoded<int64_t> decodeInt64Item(const rapidjson::Value& v) {\n"
+      << "  if (!v.IsInt64()) {\n    return meta::DecodeError{\"\", \"expected integer\"};\n  }\n"
+      << "  return v.GetInt64();\n}\n\n";
+  }
+  if (used.count(K::Bool) != 0) {
+    o << "meta::Decoded<bool> decodeBoolItem(const rapidjson::Value& v) {\n"
+      << "  if (!v.IsBool()) {\n    return meta::DecodeError{\"\", \"expected boolean\"};\n  }\n"
+      << "  return v.GetBool();\n}\n\n";
+  }
+  o << "}  // namespace\n\n";
+  return o.str();
+}
+
 void emitDecoder(std::ostringstream& o, const Struct& s) {
   o << "meta::Decoded<" << s.name << "> decode" << s.name << "(const rapidjson::Value& v) {\n";
   for (const auto& f : s.fields) {
@@ -60,10 +110,16 @@ void emitDecoder(std::ostringstream& o, const Struct& s) {
     if (t.isScalar() || t.kind == K::StringMap || (t.kind == K::Optional && t.elem->isScalar()) ||
         (t.kind == K::Vector && t.elem->kind == K::String)) {
       o << "  r.read(" << key << ", " << member << ");\n";
+    } else if (t.kind == K::Optional && t.elem->kind == K::StringMap) {
+      // Present (even empty) is kept apart from absent; FieldReader reads the map itself.
+      o << "  if (v.IsObject() && v.HasMember(" << key << ") && !v[" << key << "].IsNull()) {\n"
+        << "    r.read(" << key << ", " << member << ".emplace());\n  }\n";
     } else if (isObjectKind(t.kind)) {
       o << "  r.object(" << key << ", " << member << ", " << decoderOf(t) << ");\n";
     } else if (t.kind == K::Optional) {
       o << "  r.object(" << key << ", " << member << ", " << decoderOf(*t.elem) << ");\n";
+    } else if (t.elem->isScalar()) {
+      o << "  r.list(" << key << ", " << member << ", " << itemDecoderOf(t.elem->kind) << ");\n";
     } else {
       o << "  r.list(" << key << ", " << member << ", " << decoderOf(*t.elem) << ");\n";
     }
@@ -71,7 +127,7 @@ void emitDecoder(std::ostringstream& o, const Struct& s) {
   // std::move of an all-scalar struct is a no-op that clang-tidy flags.
   bool trivial = true;
   for (const auto& f : s.fields) {
-    const TypeRef& t = f.type.kind == K::Optional ? *f.type.elem : f.type;
+    const TypeRef& t = f.type.base();
     trivial = trivial && (t.kind == K::Bool || t.kind == K::Int32 || t.kind == K::Int64);
   }
   o << (trivial ? "  return r.finish(out);\n}\n\n" : "  return r.finish(std::move(out));\n}\n\n");
@@ -119,7 +175,7 @@ void emitEncoder(std::ostringstream& o, const Package& pkg, const Struct& s) {
           << ");\n";
         break;
       case K::Optional:
-        if (t.elem->isScalar()) {
+        if (t.elem->isScalar() || t.elem->kind == K::StringMap) {
           o << "  meta::writeFieldIfSet(w, " << key << ", " << member << ");\n";
         } else {
           o << "  if (" << member << ") {\n    meta::writeKey(w, " << key << ");\n    "
@@ -130,6 +186,14 @@ void emitEncoder(std::ostringstream& o, const Package& pkg, const Struct& s) {
         if (t.elem->kind == K::String) {
           o << "  meta::" << (req ? "writeField" : "writeFieldIfSet") << "(w, " << key << ", "
             << member << ");\n";
+        } else if (t.elem->isScalar()) {
+          const char* write = t.elem->kind == K::Int32   ? "Int"
+                              : t.elem->kind == K::Int64 ? "Int64"
+                                                         : "Bool";
+          o << "  if (" << (req ? "true" : "!" + member + ".empty()") << ") {\n"
+            << "    meta::writeKey(w, " << key << ");\n    w.StartArray();\n"
+            << "    for (const " << t.elem->cpp() << " item : " << member << ") {\n      w."
+            << write << "(item);\n    }\n    w.EndArray();\n  }\n";
         } else {
           o << "  if (" << (req ? "true" : "!" + member + ".empty()") << ") {\n"
             << "    meta::writeKey(w, " << key << ");\n    w.StartArray();\n"
@@ -155,76 +219,163 @@ std::string cppString(const std::string& s) {
   return out + "\"";
 }
 
-// Checks of one string value `expr` at path expression `path` from the string markers named
-// with `prefix` ("" for the field's own, "items:" for its elements).
-void stringChecks(std::ostringstream& o, const Field& f, const std::string& prefix,
-                  const std::string& expr, const std::string& path, const std::string& indent) {
-  if (const Marker* m = f.marker(prefix + "MinLength")) {
-    o << indent << "if (" << expr << ".size() < " << m->value << ") {\n"
-      << indent << "  errs.push_back({" << path << ", \"should be at least " << m->value
-      << " chars long\"});\n"
+// The checks of `c` on one value `expr` at path expression `path`, in validate()'s order. The
+// CRD emitter writes the same Constraints as schema keywords (emit_crd.cc, applyConstraints);
+// the parser has set only those that apply to the value's type.
+void valueChecks(std::ostringstream& o, const Constraints& c, const std::string& expr,
+                 const std::string& path, const std::string& indent) {
+  auto check = [&](const std::string& failed, const std::string& message) {
+    o << indent << "if (" << failed << ") {\n"
+      << indent << "  errs.push_back({" << path << ", " << message << "});\n"
       << indent << "}\n";
+  };
+  if (c.minLength) {
+    const std::string n = std::to_string(*c.minLength);
+    check(expr + ".size() < " + n, "\"should be at least " + n + " chars long\"");
   }
-  if (const Marker* m = f.marker(prefix + "MaxLength")) {
-    o << indent << "if (" << expr << ".size() > " << m->value << ") {\n"
-      << indent << "  errs.push_back({" << path << ", \"may not be longer than " << m->value
-      << "\"});\n"
-      << indent << "}\n";
+  if (c.maxLength) {
+    const std::string n = std::to_string(*c.maxLength);
+    check(expr + ".size() > " + n, "\"may not be longer than " + n + "\"");
   }
-  if (const Marker* m = f.marker(prefix + "Pattern")) {
-    o << indent << "if (!std::regex_search(" << expr << ", pattern(" << cppString(m->value)
-      << "))) {\n"
-      << indent << "  errs.push_back({" << path << ", \"\\\"\" + " << expr
-      << " + \"\\\" should match '\" + std::string(" << cppString(m->value) << ") + \"'\"});\n"
-      << indent << "}\n";
+  if (c.pattern) {
+    const std::string p = cppString(*c.pattern);
+    check("!std::regex_search(" + expr + ", pattern(" + p + "))",
+          "\"\\\"\" + " + expr + " + \"\\\" should match '\" + std::string(" + p + ") + \"'\"");
   }
-  if (const Marker* m = f.marker(prefix + "Enum")) {
+  if (!c.enumValues.empty()) {
     std::string cond;
     std::string supported;
-    std::istringstream in(m->value);
-    std::string v;
-    while (std::getline(in, v, ';')) {
+    for (const auto& v : c.enumValues) {
       cond += (cond.empty() ? "" : " && ") + expr + " != " + cppString(v);
-      supported += (supported.empty() ? "" : ", ") + std::string("\\\"") + v + "\\\"";
+      supported += (supported.empty() ? "" : ", ") + std::string("\"") + v + "\"";
     }
-    o << indent << "if (" << cond << ") {\n"
-      << indent << "  errs.push_back({" << path << ", \"Unsupported value: \\\"\" + " << expr
-      << " + \"\\\": supported values: " << supported << "\"});\n"
-      << indent << "}\n";
+    const std::string quoted = cppString(supported);
+    check(cond, "\"Unsupported value: \\\"\" + " + expr +
+                    " + \"\\\": supported values: " + quoted.substr(1));
   }
-  if (const Marker* m = f.marker(prefix + "Format")) {
-    static const std::map<std::string, std::pair<std::string, std::string>> kFormats = {
-        {"cidr", {"isCIDR", "a CIDR"}},
-        {"ipv4", {"isIPv4", "an IPv4 address"}},
-        {"ipv6", {"isIPv6", "an IPv6 address"}},
-        {"ip", {"isIP", "an IP address"}},
-        {"ip-or-cidr", {"isIPOrCIDR", "an IP address or CIDR"}},
+  if (c.format) {
+    static const std::map<Format, std::pair<std::string, std::string>> kFormats = {
+        {Format::CIDR, {"isCIDR", "a CIDR"}},
+        {Format::IPv4, {"isIPv4", "an IPv4 address"}},
+        {Format::IPv6, {"isIPv6", "an IPv6 address"}},
+        {Format::IP, {"isIP", "an IP address"}},
+        {Format::IPOrCIDR, {"isIPOrCIDR", "an IP address or CIDR"}},
     };
-    const auto& [fn, what] = kFormats.at(m->value);
-    o << indent << "if (!validation::" << fn << "(" << expr << ")) {\n"
-      << indent << "  errs.push_back({" << path << ", \"\\\"\" + " << expr << " + \"\\\" is not "
-      << what << "\"});\n"
-      << indent << "}\n";
+    const auto& [fn, what] = kFormats.at(*c.format);
+    check("!validation::" + fn + "(" + expr + ")",
+          "\"\\\"\" + " + expr + " + \"\\\" is not " + what + "\"");
+  }
+  if (c.minimum) {
+    const std::string n = std::to_string(*c.minimum);
+    check(expr + " < " + n,
+          "std::to_string(" + expr + ") + \" should be greater than or equal to " + n + "\"");
+  }
+  if (c.maximum) {
+    const std::string n = std::to_string(*c.maximum);
+    check(expr + " > " + n,
+          "std::to_string(" + expr + ") + \" should be less than or equal to " + n + "\"");
   }
 }
 
-void intChecks(std::ostringstream& o, const Field& f, const std::string& expr,
-               const std::string& path, const std::string& indent) {
-  if (const Marker* m = f.marker("Minimum")) {
-    o << indent << "if (" << expr << " < " << m->value << ") {\n"
-      << indent << "  errs.push_back({" << path << ", std::to_string(" << expr
-      << ") + \" should be greater than or equal to " << m->value << "\"});\n"
-      << indent << "}\n";
+// A C++ string expression concatenating literal text and std::string expressions (adjacent
+// literals merged, so the first `+` always has a std::string operand).
+class Concat {
+ public:
+  Concat& text(const std::string& t) {
+    if (!parts_.empty() && parts_.back().literal) {
+      parts_.back().s += t;
+    } else {
+      parts_.push_back({true, t});
+    }
+    return *this;
   }
-  if (const Marker* m = f.marker("Maximum")) {
-    o << indent << "if (" << expr << " > " << m->value << ") {\n"
-      << indent << "  errs.push_back({" << path << ", std::to_string(" << expr
-      << ") + \" should be less than or equal to " << m->value << "\"});\n"
-      << indent << "}\n";
+  Concat& expr(const std::string& e) {
+    parts_.push_back({false, e});
+    return *this;
   }
+  // An item's value as the API server prints it: quoted strings, plain numbers and booleans.
+  Concat& value(const TypeRef& t, const std::string& e) {
+    if (t.kind == K::String) {
+      return text("\"").expr(e).text("\"");
+    }
+    if (t.kind == K::Bool) {
+      return expr("std::string(" + e + " ? \"true\" : \"false\")");
+    }
+    return expr("std::to_string(" + e + ")");
+  }
+  std::string str() const {
+    std::string out;
+    for (const auto& p : parts_) {
+      out += (out.empty() ? "" : " + ") + (p.literal ? cppString(p.s) : p.s);
+    }
+    return out;
+  }
+
+ private:
+  struct Part {
+    bool literal;
+    std::string s;
+  };
+  std::vector<Part> parts_;
+};
+
+// x-kubernetes-list-type set (no item twice) and map (no key twice), as the API server checks
+// them: each repeat is reported at its index.
+void uniquenessChecks(std::ostringstream& o, const Package& pkg, const Field& f,
+                      const std::string& member, const std::string& itemPath) {
+  const TypeRef& elem = *f.type.elem;
+  std::vector<std::string> types;
+  std::vector<std::string> keys;
+  Concat shown;
+  shown.text("Duplicate value: ");
+  if (f.listType == ListType::Set) {
+    types.push_back(elem.cpp());
+    keys.push_back(member + "[i]");
+    shown.value(elem, keys[0]);
+  } else {
+    shown.text("{");
+    for (const auto& k : f.listMapKeys) {
+      // meta::Condition's keys (type, status) are strings with the same names in C++.
+      const Field* kf = elem.kind == K::Struct ? pkg.find(elem.name)->field(k) : nullptr;
+      const TypeRef keyType = kf != nullptr ? kf->type : TypeRef{};
+      keys.push_back(member + "[i]." + (kf != nullptr ? kf->cppName : k));
+      types.push_back(keyType.cpp());
+      shown.text((keys.size() > 1 ? ",\"" : "\"") + k + "\":").value(keyType, keys.back());
+    }
+    shown.text("}");
+  }
+  std::string seenType = types[0];
+  std::string key = keys[0];
+  if (keys.size() > 1) {
+    seenType = "std::tuple<" + types[0];
+    key = "std::make_tuple(" + keys[0];
+    for (size_t i = 1; i < keys.size(); ++i) {
+      seenType += ", " + types[i];
+      key += ", " + keys[i];
+    }
+    seenType += ">";
+    key += ")";
+  }
+  o << "  {\n    std::set<" << seenType << "> seen;\n"
+    << "    for (size_t i = 0; i < " << member << ".size(); ++i) {\n"
+    << "      if (!seen.insert(" << key << ").second) {\n"
+    << "        errs.push_back({" << itemPath << ", " << shown.str() << "});\n"
+    << "      }\n    }\n  }\n";
 }
 
-void emitValidator(std::ostringstream& o, const Struct& s) {
+// Whether a map list has more than one key (its uniqueness check keeps tuples).
+bool usesTuples(const Package& pkg) {
+  for (const auto& s : pkg.structs) {
+    for (const auto& f : s.fields) {
+      if (f.listMapKeys.size() > 1) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void emitValidator(std::ostringstream& o, const Package& pkg, const Struct& s) {
   o << "void validate" << s.name << "Fields(const " << s.name
     << "& v, const std::string& path, validation::FieldErrors& errs) {\n";
   bool usesPath = false;
@@ -236,28 +387,30 @@ void emitValidator(std::ostringstream& o, const Struct& s) {
     std::ostringstream fo;
     switch (t.kind) {
       case K::String:
+        // "" is absent (omitempty): only a required string must be set.
         if (f.required()) {
           fo << "  if (" << member << ".empty()) {\n    errs.push_back({" << p
              << ", \"Required value\"});\n  } else {\n";
         } else {
           fo << "  if (!" << member << ".empty()) {\n";
         }
-        stringChecks(fo, f, "", member, p, "    ");
+        valueChecks(fo, f.constraints, member, p, "    ");
         fo << "  }\n";
         break;
       case K::Int32:
       case K::Int64:
-        intChecks(fo, f, member, p, "  ");
+        valueChecks(fo, f.constraints, member, p, "  ");
         break;
       case K::Optional:
-        if (t.elem->kind == K::String) {
+        if (t.elem->isScalar() && !f.constraints.empty()) {
           fo << "  if (" << member << ") {\n";
-          stringChecks(fo, f, "", "(*" + member + ")", p, "    ");
+          valueChecks(fo, f.constraints, "(*" + member + ")", p, "    ");
           fo << "  }\n";
-        } else if (t.elem->kind == K::Int32 || t.elem->kind == K::Int64) {
-          fo << "  if (" << member << ") {\n";
-          intChecks(fo, f, "(*" + member + ")", p, "    ");
-          fo << "  }\n";
+        } else if (t.elem->kind == K::StringMap && !f.items.empty()) {
+          fo << "  if (" << member << ") {\n    for (const auto& [key, value] : *" << member
+             << ") {\n";
+          valueChecks(fo, f.items, "value", p + " + \"[\" + key + \"]\"", "      ");
+          fo << "    }\n  }\n";
         } else if (t.elem->kind == K::Struct) {
           fo << "  if (" << member << ") {\n    validate" << t.elem->name << "Fields(*" << member
              << ", " << p << ", errs);\n  }\n";
@@ -267,9 +420,9 @@ void emitValidator(std::ostringstream& o, const Struct& s) {
         fo << "  validate" << t.name << "Fields(" << member << ", " << p << ", errs);\n";
         break;
       case K::StringMap:
-        if (f.marker("items:Pattern") || f.marker("items:MaxLength")) {
+        if (!f.items.empty()) {
           fo << "  for (const auto& [key, value] : " << member << ") {\n";
-          stringChecks(fo, f, "items:", "value", p + " + \"[\" + key + \"]\"", "    ");
+          valueChecks(fo, f.items, "value", p + " + \"[\" + key + \"]\"", "    ");
           fo << "  }\n";
         }
         break;
@@ -278,19 +431,22 @@ void emitValidator(std::ostringstream& o, const Struct& s) {
           fo << "  if (" << member << ".empty()) {\n    errs.push_back({" << p
              << ", \"Required value\"});\n  }\n";
         }
-        if (const Marker* m = f.marker("MinItems")) {
-          fo << "  if (!" << member << ".empty() && " << member << ".size() < " << m->value
-             << ") {\n    errs.push_back({" << p << ", \"should have at least " << m->value
+        // An empty list is absent (omitempty): MinItems applies to a list that is set.
+        if (f.constraints.minItems) {
+          const std::string n = std::to_string(*f.constraints.minItems);
+          fo << "  if (!" << member << ".empty() && " << member << ".size() < " << n
+             << ") {\n    errs.push_back({" << p << ", \"should have at least " << n
              << " items\"});\n  }\n";
         }
-        if (const Marker* m = f.marker("MaxItems")) {
-          fo << "  if (" << member << ".size() > " << m->value << ") {\n    errs.push_back({" << p
-             << ", \"must have at most " << m->value << " items\"});\n  }\n";
+        if (f.constraints.maxItems) {
+          const std::string n = std::to_string(*f.constraints.maxItems);
+          fo << "  if (" << member << ".size() > " << n << ") {\n    errs.push_back({" << p
+             << ", \"must have at most " << n << " items\"});\n  }\n";
         }
         const std::string ip = p + " + \"[\" + std::to_string(i) + \"]\"";
-        if (t.elem->kind == K::String) {
+        if (t.elem->isScalar()) {
           std::ostringstream items;
-          stringChecks(items, f, "items:", member + "[i]", ip, "    ");
+          valueChecks(items, f.items, member + "[i]", ip, "    ");
           if (!items.str().empty()) {
             fo << "  for (size_t i = 0; i < " << member << ".size(); ++i) {\n"
                << items.str() << "  }\n";
@@ -298,6 +454,9 @@ void emitValidator(std::ostringstream& o, const Struct& s) {
         } else if (t.elem->kind == K::Struct) {
           fo << "  for (size_t i = 0; i < " << member << ".size(); ++i) {\n    validate"
              << t.elem->name << "Fields(" << member << "[i], " << ip << ", errs);\n  }\n";
+        }
+        if (f.listType == ListType::Set || f.listType == ListType::Map) {
+          uniquenessChecks(fo, pkg, f, member, ip);
         }
         break;
       }
@@ -338,7 +497,8 @@ Files emitCodecs(const Package& pkg, const std::string& dir) {
 
   std::ostringstream cc;
   cc << banner(pkg, "//") << "#include \"" << dir << "/zz_generated.codec.h\"\n\nnamespace "
-     << pkg.cppNamespace << " {\n\n";
+     << pkg.cppNamespace << " {\n\n"
+     << itemDecoders(pkg);
   for (const auto& s : pkg.structs) {
     emitDecoder(cc, s);
     emitEncoder(cc, pkg, s);
@@ -363,7 +523,9 @@ Files emitCodecs(const Package& pkg, const std::string& dir) {
 
   std::ostringstream vc;
   vc << banner(pkg, "//") << "#include \"" << dir << "/zz_generated.validation.h\"\n\n"
-     << "#include <map>\n#include <mutex>\n#include <regex>\n\n#include "
+     << "#include <map>\n#include <mutex>\n#include <regex>\n#include <set>\n"
+     << (usesTuples(pkg) ? "#include <tuple>\n" : "")
+     << "\n#include "
         "\"pkg/apis/validation/formats.h\"\n\n"
      << "namespace " << pkg.cppNamespace << " {\nnamespace {\n\n"
      << "std::string join(const std::string& path, const char* field) {\n"
@@ -378,7 +540,7 @@ Files emitCodecs(const Package& pkg, const std::string& dir) {
      << "    it = cache->emplace(p, std::regex(p, std::regex::ECMAScript)).first;\n  }\n"
      << "  return it->second;\n}\n\n}  // namespace\n\n";
   for (const auto& s : pkg.structs) {
-    emitValidator(vc, s);
+    emitValidator(vc, pkg, s);
   }
   vc << "}  // namespace " << pkg.cppNamespace << "\n";
   files[dir + "/zz_generated.validation.cc"] = vc.str();

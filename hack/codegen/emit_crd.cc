@@ -233,61 +233,75 @@ Node conditionSchema() {
   return n;
 }
 
-void applyFormat(Node& n, const std::string& format) {
-  if (format == "ip" || format == "ip-or-cidr") {
-    Node any = Node::seq();
-    for (const char* f : {"ipv4", "ipv6", "cidr"}) {
-      if (std::string(f) == "cidr" && format == "ip") {
-        continue;
-      }
-      Node alt;
-      alt.set("format", Node::raw(f));
-      any.push(alt);
-    }
-    n.set("anyOf", any);
-  } else {
-    n.set("format", Node::raw(format));
+void applyFormat(Node& n, Format format) {
+  switch (format) {
+    case Format::CIDR:
+      n.set("format", Node::raw("cidr"));
+      return;
+    case Format::IPv4:
+      n.set("format", Node::raw("ipv4"));
+      return;
+    case Format::IPv6:
+      n.set("format", Node::raw("ipv6"));
+      return;
+    case Format::IP:
+    case Format::IPOrCIDR:
+      break;
   }
+  Node any = Node::seq();
+  for (const char* f : {"ipv4", "ipv6", "cidr"}) {
+    if (std::string(f) == "cidr" && format == Format::IP) {
+      continue;
+    }
+    Node alt;
+    alt.set("format", Node::raw(f));
+    any.push(alt);
+  }
+  n.set("anyOf", any);
 }
 
-// The string-valued constraints with marker prefix `prefix` ("" or "items:").
-void applyStringMarkers(Node& n, const Field& f, const std::string& prefix) {
-  if (const Marker* m = f.marker(prefix + "Enum")) {
+// The schema keywords of `c`, in controller-gen's order. The validation emitter checks the same
+// Constraints (emit_codec.cc, valueChecks).
+void applyConstraints(Node& n, const Constraints& c) {
+  if (!c.enumValues.empty()) {
     Node vals = Node::seq();
-    std::istringstream in(m->value);
-    std::string v;
-    while (std::getline(in, v, ';')) {
+    for (const auto& v : c.enumValues) {
       vals.push(Node::str(v));
     }
     n.set("enum", vals);
   }
-  if (const Marker* m = f.marker(prefix + "Format")) {
-    applyFormat(n, m->value);
+  if (c.format) {
+    applyFormat(n, *c.format);
   }
-  if (const Marker* m = f.marker(prefix + "MaxLength")) {
-    n.set("maxLength", Node::raw(m->value));
+  auto number = [&n](const char* key, const std::optional<int64_t>& v) {
+    if (v) {
+      n.set(key, Node::raw(std::to_string(*v)));
+    }
+  };
+  number("maxLength", c.maxLength);
+  number("minLength", c.minLength);
+  if (c.pattern) {
+    n.set("pattern", Node::str(*c.pattern));
   }
-  if (const Marker* m = f.marker(prefix + "MinLength")) {
-    n.set("minLength", Node::raw(m->value));
-  }
-  if (const Marker* m = f.marker(prefix + "Pattern")) {
-    n.set("pattern", Node::str(m->value));
-  }
+  number("maximum", c.maximum);
+  number("minimum", c.minimum);
+  number("maxItems", c.maxItems);
+  number("minItems", c.minItems);
 }
 
-void addRules(Node& n, const std::vector<const Marker*>& markers) {
-  if (markers.empty()) {
+void addRules(Node& n, const std::vector<MarkerArgs>& rules) {
+  if (rules.empty()) {
     return;
   }
-  Node rules = Node::seq();
-  for (const Marker* m : markers) {
+  Node list = Node::seq();
+  for (const MarkerArgs& args : rules) {
     Node r;
-    for (const auto& [k, v] : splitMarkerArgs(m->value)) {
+    for (const auto& [k, v] : args) {
       r.set(k, Node::str(v));
     }
-    rules.push(r);
+    list.push(r);
   }
-  n.set("x-kubernetes-validations", rules);
+  n.set("x-kubernetes-validations", list);
 }
 
 Node structSchema(const Package& pkg, const Struct& s);
@@ -348,47 +362,28 @@ Node fieldSchema(const Package& pkg, const Field& f) {
       out.set(kv.first, kv.second);
     }
   }
-  const TypeRef& base = f.type.kind == K::Optional ? *f.type.elem : f.type;
-  if (base.kind == K::String) {
-    applyStringMarkers(out, f, "");
-  } else if (base.kind == K::Int32 || base.kind == K::Int64) {
-    if (const Marker* m = f.marker("Maximum")) {
-      out.set("maximum", Node::raw(m->value));
-    }
-    if (const Marker* m = f.marker("Minimum")) {
-      out.set("minimum", Node::raw(m->value));
-    }
-  } else if (base.kind == K::Vector) {
-    if (const Marker* m = f.marker("MaxItems")) {
-      out.set("maxItems", Node::raw(m->value));
-    }
-    if (const Marker* m = f.marker("MinItems")) {
-      out.set("minItems", Node::raw(m->value));
-    }
-    for (auto& [k, v] : out.map) {
-      if (k == "items" && base.elem->kind == K::String) {
-        applyStringMarkers(v, f, "items:");
-      }
-    }
-    if (const Marker* m = f.marker("listType")) {
-      out.set("x-kubernetes-list-type", Node::raw(m->value));
-    }
-    if (const Marker* m = f.marker("listMapKey")) {
-      Node keys = Node::seq();
-      keys.push(Node::raw(m->value));
-      out.set("x-kubernetes-list-map-keys", keys);
-    }
-  } else if (base.kind == K::StringMap) {
-    for (auto& [k, v] : out.map) {
-      if (k == "additionalProperties") {
-        applyStringMarkers(v, f, "items:");
-      }
+  applyConstraints(out, f.constraints);
+  for (auto& [k, v] : out.map) {
+    if (k == "items" || k == "additionalProperties") {
+      applyConstraints(v, f.items);
     }
   }
-  if (const Marker* m = f.marker("kubebuilder:default")) {
-    out.set("default", Node::raw(m->value));
+  if (f.listType != ListType::Unset) {
+    static const char* const kNames[] = {"", "atomic", "set", "map"};
+    out.set("x-kubernetes-list-type", Node::raw(kNames[static_cast<int>(f.listType)]));
   }
-  addRules(out, f.markersNamed("XValidation"));
+  if (!f.listMapKeys.empty()) {
+    Node keys = Node::seq();
+    for (const auto& k : f.listMapKeys) {
+      keys.push(Node::raw(k));
+    }
+    out.set("x-kubernetes-list-map-keys", keys);
+  }
+  if (f.defaultValue) {
+    out.set("default", f.defaultValue->isString ? Node::str(f.defaultValue->text)
+                                                : Node::raw(f.defaultValue->text));
+  }
+  addRules(out, f.rules);
   return out;
 }
 
@@ -436,7 +431,7 @@ Node structSchema(const Package& pkg, const Struct& s) {
     n.set("required", req);
   }
   n.set("type", Node::raw("object"));
-  addRules(n, s.markersNamed("XValidation"));
+  addRules(n, s.rules);
   return n;
 }
 
@@ -455,8 +450,7 @@ void stripRules(Node& n) {
 Files emitCrds(const Package& pkg, const std::string& dir) {
   Files files;
   for (const Struct* s : pkg.roots()) {
-    auto res = resourceOf(*s);
-    const Resource& r = std::get<Resource>(res);
+    const Resource& r = *s->resource;
     Node crd;
     crd.set("apiVersion", Node::raw("apiextensions.k8s.io/v1"));
     crd.set("kind", Node::raw("CustomResourceDefinition"));

@@ -73,13 +73,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& pkg = std::get<egress::codegen::Package>(parsed);
-  for (const auto* s : pkg.roots()) {
-    auto res = egress::codegen::resourceOf(*s);
-    if (auto* err = std::get_if<egress::codegen::ResourceError>(&res)) {
-      std::fprintf(stderr, "egress-codegen: %s: %s\n", rel.c_str(), err->message.c_str());
-      return 1;
-    }
-  }
   egress::codegen::Files files;
   if (what == "code") {
     const std::string dir = rel.substr(0, rel.rfind('/'));

@@ -5,6 +5,7 @@
 // alone, so the output depends only on the input text (deterministic by construction).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +36,9 @@ struct TypeRef {
   bool isScalar() const {
     return kind == Kind::String || kind == Kind::Bool || kind == Kind::Int32 || kind == Kind::Int64;
   }
+  bool isInteger() const { return kind == Kind::Int32 || kind == Kind::Int64; }
+  // The type without its std::optional.
+  const TypeRef& base() const { return kind == Kind::Optional ? *elem : *this; }
   // The C++ spelling, as in types.h.
   std::string cpp() const;
 };
@@ -47,6 +51,39 @@ struct Marker {
   int line = 0;
 };
 
+// A marker's `key=value` arguments in source order.
+using MarkerArgs = std::vector<std::pair<std::string, std::string>>;
+
+// A string format: declared in the CRD, checked by pkg/apis/validation/formats.h.
+enum class Format { CIDR, IPv4, IPv6, IP, IPOrCIDR };
+
+// The checks on one value, resolved once from its markers when the package is parsed. The CRD
+// emitter writes them as schema keywords and the validation emitter as code, both from this
+// struct alone, so the two cannot drift. The parser only sets what applies to the value's type
+// (string, integer or list checks).
+struct Constraints {
+  std::optional<int64_t> minLength;
+  std::optional<int64_t> maxLength;
+  std::optional<std::string> pattern;
+  std::vector<std::string> enumValues;
+  std::optional<Format> format;
+  std::optional<int64_t> minimum;
+  std::optional<int64_t> maximum;
+  std::optional<int64_t> minItems;
+  std::optional<int64_t> maxItems;
+
+  bool empty() const;
+};
+
+enum class ListType { Unset, Atomic, Set, Map };
+
+// +kubebuilder:default, checked against the field's type: `text` is YAML (a string is quoted by
+// the CRD emitter as needed, other values are written as they are).
+struct Default {
+  std::string text;
+  bool isString = false;
+};
+
 struct Field {
   std::string cppName;
   std::string jsonName;
@@ -55,15 +92,35 @@ struct Field {
   std::vector<Marker> markers;
   int line = 0;
 
+  // Resolved from the markers by parsePackage.
+  Constraints constraints;  // the value's own (the std::optional's value)
+  Constraints items;        // each item of a list, each value of a map
+  ListType listType = ListType::Unset;
+  std::vector<std::string> listMapKeys;  // JSON names, in marker order
+  std::optional<Default> defaultValue;
+  std::vector<MarkerArgs> rules;  // +XValidation: rule, message, ...
+
   bool required() const;
   const Marker* marker(const std::string& name) const;
-  std::vector<const Marker*> markersNamed(const std::string& name) const;
 };
 
 struct PrintColumn {
   std::string name;
   std::string type;
   std::string jsonPath;
+};
+
+// A root kind's resource facts, from its markers.
+struct Resource {
+  std::string kind;      // "IPAMPool"
+  std::string plural;    // "ipampools"
+  std::string singular;  // "ipampool"
+  std::string accessor;  // "ipamPools": the clientset's and informers' method
+  bool namespaced = true;
+  std::vector<std::string> shortNames;
+  std::vector<std::string> categories;
+  bool statusSubresource = false;
+  std::vector<PrintColumn> printColumns;
 };
 
 struct Struct {
@@ -73,22 +130,15 @@ struct Struct {
   std::vector<Field> fields;
   int line = 0;
 
+  // Resolved from the markers by parsePackage.
+  std::vector<MarkerArgs> rules;     // +XValidation
+  std::optional<Resource> resource;  // set exactly for the roots
+
   // +genclient: a top-level kind with its own resource.
   bool isRoot() const;
   const Marker* marker(const std::string& name) const;
   std::vector<const Marker*> markersNamed(const std::string& name) const;
-};
-
-// A root kind's resource facts, from its markers.
-struct Resource {
-  std::string kind;      // "IPAMPool"
-  std::string plural;    // "ipampools"
-  std::string singular;  // "ipampool"
-  bool namespaced = true;
-  std::vector<std::string> shortNames;
-  std::vector<std::string> categories;
-  bool statusSubresource = false;
-  std::vector<PrintColumn> printColumns;
+  const Field* field(const std::string& jsonName) const;
 };
 
 struct Package {
@@ -102,16 +152,24 @@ struct Package {
   std::vector<const Struct*> roots() const;
 };
 
-// Splits `a=1,b=x,y,c=2` at the commas that start a new `key=` (values may contain commas).
-std::vector<std::pair<std::string, std::string>> splitMarkerArgs(const std::string& value);
-
-// The resource facts of a root struct; an error names the marker's line.
-struct ResourceError {
+// A problem with a marker, at its line of types.h.
+struct MarkerError {
+  int line = 0;
   std::string message;
 };
-std::variant<Resource, ResourceError> resourceOf(const Struct& s);
 
-// English plural of a lower-case or camelCase name: "policy" -> "policies", "pool" -> "pools".
+// Resolves every marker of `pkg` (constraints, lists, defaults, CEL rules, resources), checking
+// each against the type it is on; the first problem is returned.
+std::optional<MarkerError> resolveMarkers(Package& pkg);
+
+// Splits `a=1,b="x, y",c=2` into its arguments. A value is a Go-quoted string ("..." with
+// backslash escapes, or `...`, as kubebuilder's markers take CEL rules), or else runs up to the
+// next comma that starts a new `key=` (so unquoted values may contain commas; `,a==b` is CEL,
+// not a new argument). The error says what is malformed.
+std::variant<MarkerArgs, std::string> splitMarkerArgs(const std::string& value);
+
+// English plural of a lower-case or camelCase name (gengo's rules): "policy" -> "policies",
+// "gateway" -> "gateways", "class" -> "classes", "pool" -> "pools".
 std::string pluralize(const std::string& name);
 
 // "IPAMPool" -> "ipamPool", "EgressGatewayPolicy" -> "egressGatewayPolicy" (leading capitals

@@ -31,8 +31,12 @@ const std::set<std::string>& knownMarkers() {
       "Format",
       "XValidation",
       "items:Format",
+      "items:MinLength",
       "items:MaxLength",
       "items:Pattern",
+      "items:Enum",
+      "items:Minimum",
+      "items:Maximum",
   };
   return kKnown;
 }
@@ -82,12 +86,8 @@ class Parser {
     if (pkg_.cppNamespace.empty()) {
       return ParseError{file_ + ": no `namespace ... {`"};
     }
-    for (const auto& s : pkg_.structs) {
-      for (const auto& f : s.fields) {
-        if (auto err = checkStructRefs(f.type, f.line)) {
-          return ParseError{*err};
-        }
-      }
+    if (auto err = resolveMarkers(pkg_)) {
+      return ParseError{where(err->line) + err->message};
     }
     return pkg_;
   }
@@ -100,22 +100,21 @@ class Parser {
     return false;
   }
 
-  std::optional<std::string> checkStructRefs(const TypeRef& t, int line) const {
-    if (t.kind == TypeRef::Kind::Struct && pkg_.find(t.name) == nullptr) {
-      return where(line) + "unknown type '" + t.name + "' (declare the struct above its use)";
+  // Markers not followed by their struct or field would be silently lost.
+  bool endComment(const std::string& by) {
+    if (!markers_.empty()) {
+      error_ = where(markers_[0].line) + "marker +" + markers_[0].name + " is followed by " + by +
+               " and attaches to nothing";
+      return false;
     }
-    if (t.elem) {
-      return checkStructRefs(*t.elem, line);
-    }
-    return std::nullopt;
+    doc_.clear();
+    return true;
   }
 
   bool step(const std::string& l) {
     if (l.empty()) {
       // A blank line ends a comment block: it documents nothing below it.
-      doc_.clear();
-      markers_.clear();
-      return true;
+      return endComment("a blank line");
     }
     if (l.starts_with("//")) {
       return comment(trim(l.substr(2)));
@@ -126,9 +125,7 @@ class Parser {
     if (!current_) {
       if (l.starts_with("namespace ") && l.ends_with("{")) {
         pkg_.cppNamespace = trim(l.substr(10, l.size() - 11));
-        doc_.clear();
-        markers_.clear();
-        return true;
+        return endComment("`namespace`");
       }
       if (l.starts_with("}  // namespace") || l == "}") {
         return true;
@@ -155,9 +152,7 @@ class Parser {
     if (l == "};") {
       pkg_.structs.push_back(std::move(*current_));
       current_.reset();
-      doc_.clear();
-      markers_.clear();
-      return true;
+      return endComment("`};`");
     }
     if (l.starts_with("}")) {
       return fail("struct " + current_->name + " must end with `};`, got: " + l);
@@ -244,6 +239,12 @@ class Parser {
       return fail("unknown type '" + trim(decl.substr(0, sp)) +
                   "' (see the grammar in the types.h banner)");
     }
+    // Declared above, as C++ needs (a struct cannot hold itself).
+    for (const TypeRef* t = &*type; t != nullptr; t = t->elem.get()) {
+      if (t->kind == TypeRef::Kind::Struct && pkg_.find(t->name) == nullptr) {
+        return fail("unknown type '" + t->name + "' (declare the struct above its use)");
+      }
+    }
     f.type = *type;
     f.line = line_;
     f.doc = std::move(doc_);
@@ -285,7 +286,7 @@ class Parser {
         auto inner = parseType(t.substr(prefix.size(), t.size() - prefix.size() - 1));
         if (!inner || inner->kind == K::Optional || inner->kind == K::ObjectMeta ||
             (kind == K::Optional && inner->kind == K::Vector) ||
-            (kind == K::Vector && inner->kind == K::Vector)) {
+            (kind == K::Vector && (inner->kind == K::Vector || inner->kind == K::StringMap))) {
           return std::nullopt;
         }
         r.kind = kind;

@@ -49,7 +49,8 @@ TEST(CodegenParserTest, ParsesTheRepositoryTypes) {
   EXPECT_EQ(pkg.cppNamespace, "egress::networking::v1alpha1");
   std::vector<std::string> roots;
   for (const auto* s : pkg.roots()) {
-    const auto res = std::get<Resource>(resourceOf(*s));
+    ASSERT_TRUE(s->resource.has_value()) << s->name;
+    const Resource& res = *s->resource;
     roots.push_back(res.plural + (res.namespaced ? "/ns/" : "/cluster/") + res.shortNames.at(0));
   }
   EXPECT_THAT(roots, ElementsAre("ipampools/cluster/ipp", "egressgatewaypolicies/ns/egp",
@@ -89,6 +90,7 @@ struct Outer {
   EXPECT_TRUE(outer.fields[0].required());
   ASSERT_NE(outer.fields[0].marker("MaxLength"), nullptr);
   EXPECT_EQ(outer.fields[0].marker("MaxLength")->value, "5");
+  EXPECT_EQ(outer.fields[0].constraints.maxLength, 5);
   EXPECT_EQ(outer.fields[1].type.cpp(), "std::optional<int32_t>");
   EXPECT_EQ(outer.fields[2].type.cpp(), "std::vector<Inner>");
   EXPECT_EQ(outer.fields[3].type.cpp(), "std::optional<Inner>");
@@ -123,10 +125,11 @@ TEST(CodegenParserTest, ErrorsNameTheLineAndTheProblem) {
 }
 
 TEST(CodegenModelTest, MarkerArgumentsMayContainCommas) {
-  EXPECT_THAT(splitMarkerArgs("rule=self.all(a, a > 0) || x,message=a, b or c"),
-              ElementsAre(std::pair<std::string, std::string>{"rule", "self.all(a, a > 0) || x"},
-                          std::pair<std::string, std::string>{"message", "a, b or c"}));
-  EXPECT_THAT(splitMarkerArgs("scope=Cluster,shortName=ipp"),
+  EXPECT_THAT(
+      std::get<MarkerArgs>(splitMarkerArgs("rule=self.all(a, a > 0) || x,message=a, b or c")),
+      ElementsAre(std::pair<std::string, std::string>{"rule", "self.all(a, a > 0) || x"},
+                  std::pair<std::string, std::string>{"message", "a, b or c"}));
+  EXPECT_THAT(std::get<MarkerArgs>(splitMarkerArgs("scope=Cluster,shortName=ipp")),
               ElementsAre(std::pair<std::string, std::string>{"scope", "Cluster"},
                           std::pair<std::string, std::string>{"shortName", "ipp"}));
 }
@@ -139,18 +142,15 @@ TEST(CodegenModelTest, LowerCamelKeepsAcronymsTogether) {
 }
 
 TEST(CodegenModelTest, ResourceMarkersAreChecked) {
-  auto r = parse(R"(
+  EXPECT_EQ(errorOf(R"(
 // +genclient
 // +genclient:nonNamespaced
 // +kubebuilder:resource:scope=Namespaced
 struct Thing {
   meta::ObjectMeta metadata;
 };
-)");
-  const auto& pkg = std::get<Package>(r);
-  auto res = resourceOf(*pkg.roots().at(0));
-  EXPECT_THAT(std::get<ResourceError>(res).message,
-              HasSubstr("scope=Namespaced disagrees with +genclient:nonNamespaced"));
+)"),
+            "types.h:7: scope=Namespaced disagrees with +genclient:nonNamespaced");
 }
 
 std::string widgetPackage() {
@@ -284,6 +284,239 @@ TEST(CodegenEmitTest, CodecsAndClientNameEveryType) {
               HasSubstr("TypedClient<egress::example::v1::Widget> widgets(std::string ns) const"));
   EXPECT_THAT(client.at("pkg/client/example/v1/zz_generated.clientset.h"),
               HasSubstr("ExampleV1Client exampleV1() const"));
+}
+
+// ---- Issue 8, item 20: what the emitters cannot handle is a parse error naming file:line.
+
+// The error of a one-field struct `A` whose field (with its marker lines) is `field`; the field's
+// first line is types.h:5.
+std::string fieldError(const std::string& field) {
+  try {
+    return errorOf("struct A {\n" + field + "\n};\n");
+  } catch (const std::exception& e) {
+    return std::string("exception: ") + e.what();
+  }
+}
+
+TEST(CodegenParserTest, TypesTheEmittersCannotHandleAreErrors) {
+  EXPECT_EQ(fieldError("  std::vector<meta::StringMap> xs;"),
+            "types.h:5: unknown type 'std::vector<meta::StringMap>' (see the grammar in the "
+            "types.h banner)");
+  EXPECT_EQ(fieldError("  std::optional<std::vector<int32_t>> xs;"),
+            "types.h:5: unknown type 'std::optional<std::vector<int32_t>>' (see the grammar in "
+            "the types.h banner)");
+  // A struct is declared before its use (as C++ needs).
+  EXPECT_EQ(errorOf("struct A {\n  B b;\n};\nstruct B {\n  int32_t x;\n};\n"),
+            "types.h:5: unknown type 'B' (declare the struct above its use)");
+  // Every root kind has metadata (the informer's cache key).
+  EXPECT_EQ(errorOf("// +genclient\n// +kubebuilder:resource:scope=Namespaced\nstruct A {\n"
+                    "  int32_t x;\n};\n"),
+            "types.h:6: A has +genclient but no `meta::ObjectMeta metadata;` field");
+}
+
+TEST(CodegenParserTest, MarkerValuesAreChecked) {
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Format=ipv5\n  std::string a;"),
+            "types.h:5: unknown Format ipv5 (cidr, ipv4, ipv6, ip, ip-or-cidr)");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:items:Format=uri\n"
+                       "  std::vector<std::string> a;"),
+            "types.h:5: unknown Format uri (cidr, ipv4, ipv6, ip, ip-or-cidr)");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Minimum=abc\n  int32_t a = 0;"),
+            "types.h:5: +Minimum=abc is not an integer");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Maximum=1.5\n  int64_t a = 0;"),
+            "types.h:5: +Maximum=1.5 is not an integer");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Maximum=3000000000\n  int32_t a = 0;"),
+            "types.h:5: +Maximum=3000000000 is out of range for int32_t");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:MaxLength=-1\n  std::string a;"),
+            "types.h:5: +MaxLength=-1 is not a non-negative integer");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:MinItems=x\n  std::vector<bool> a;"),
+            "types.h:5: +MinItems=x is not a non-negative integer");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Minimum=5\n"
+                       "  // +kubebuilder:validation:Maximum=1\n  int32_t a = 0;"),
+            "types.h:6: +Maximum=1 is below +Minimum=5");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Pattern=^a(b$\n  std::string a;"),
+            "types.h:5: +Pattern=^a(b$ is not a valid regular expression");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Enum=a;;b\n  std::string a;"),
+            "types.h:5: +Enum=a;;b has an empty value");
+  EXPECT_EQ(fieldError("  // +kubebuilder:default=x\n  int32_t a = 0;"),
+            "types.h:5: +kubebuilder:default=x is not an int32_t");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Enum=a;b\n  // +kubebuilder:default=c\n"
+                       "  std::string a;"),
+            "types.h:6: +kubebuilder:default=c is not one of the +Enum values");
+}
+
+TEST(CodegenParserTest, MarkersOnTheWrongTypeAreErrors) {
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:MaxLength=5\n  int32_t a = 0;"),
+            "types.h:5: +MaxLength applies to a string, not int32_t");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Minimum=1\n  std::string a;"),
+            "types.h:5: +Minimum applies to an integer, not std::string");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Enum=a;b\n  std::optional<int64_t> a;"),
+            "types.h:5: +Enum applies to a string, not std::optional<int64_t>");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:MinItems=1\n  meta::StringMap a;"),
+            "types.h:5: +MinItems applies to a list, not meta::StringMap");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:items:Format=ip\n  std::string a;"),
+            "types.h:5: +items:Format applies to the items of a list or map of strings, not "
+            "std::string");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:items:Minimum=1\n"
+                       "  std::vector<std::string> a;"),
+            "types.h:5: +items:Minimum applies to the items of a list of integers, not "
+            "std::vector<std::string>");
+  EXPECT_EQ(fieldError("  // +listType=set\n  std::vector<meta::Condition> a;"),
+            "types.h:5: +listType=set needs a list of strings, integers or booleans");
+  EXPECT_EQ(fieldError("  // +listMapKey=type\n  std::vector<meta::Condition> a;"),
+            "types.h:5: +listMapKey needs +listType=map");
+  EXPECT_EQ(fieldError("  // +listType=map\n  std::vector<meta::Condition> a;"),
+            "types.h:5: +listType=map needs a +listMapKey");
+  EXPECT_EQ(fieldError("  // +listType=map\n  // +listMapKey=kind\n"
+                       "  std::vector<meta::Condition> a;"),
+            "types.h:6: +listMapKey=kind is not a required field of meta::Condition");
+  EXPECT_EQ(fieldError("  // +listType=bag\n  std::vector<std::string> a;"),
+            "types.h:5: +listType=bag: one of atomic, set, map");
+  EXPECT_EQ(fieldError("  // +genclient\n  int32_t a = 0;"),
+            "types.h:5: +genclient belongs on a struct, not a field");
+  EXPECT_EQ(errorOf("// +kubebuilder:validation:Minimum=1\nstruct A {\n  int32_t a = 0;\n};\n"),
+            "types.h:4: +Minimum belongs on a field, not a struct");
+  // A marker followed by a blank line attaches to nothing: it would be lost.
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Minimum=1\n\n  int32_t a = 0;"),
+            "types.h:5: marker +Minimum is followed by a blank line and attaches to nothing");
+}
+
+TEST(CodegenParserTest, MarkerArgumentErrorsNameTheLine) {
+  EXPECT_EQ(errorOf("// +kubebuilder:validation:XValidation:rule=\"self.a,message=m\n"
+                    "struct A {\n  int32_t a = 0;\n};\n"),
+            "types.h:4: unterminated \" in +XValidation");
+  EXPECT_EQ(errorOf("// +kubebuilder:validation:XValidation:message=m\n"
+                    "struct A {\n  int32_t a = 0;\n};\n"),
+            "types.h:4: +XValidation needs a rule");
+  EXPECT_EQ(errorOf("// +kubebuilder:validation:XValidation:rule=self.a > 0,severity=high\n"
+                    "struct A {\n  int32_t a = 0;\n};\n"),
+            "types.h:4: unknown +XValidation argument severity");
+  EXPECT_EQ(errorOf("// +genclient\n// +kubebuilder:resource:scope=Global\nstruct A {\n"
+                    "  meta::ObjectMeta metadata;\n};\n"),
+            "types.h:5: scope must be Cluster or Namespaced, not Global");
+  EXPECT_EQ(errorOf("// +genclient\n// +kubebuilder:resource:path=Foos\nstruct A {\n"
+                    "  meta::ObjectMeta metadata;\n};\n"),
+            "types.h:5: +kubebuilder:resource:path=Foos must be lower-case letters and digits");
+  EXPECT_EQ(errorOf("// +genclient\n// +kubebuilder:resource:scope=Namespaced\n"
+                    "// +kubebuilder:printcolumn:name=A,type=int,JSONPath=.a\nstruct A {\n"
+                    "  meta::ObjectMeta metadata;\n};\n"),
+            "types.h:6: printcolumn type int: one of integer, number, string, boolean, date");
+}
+
+// CEL rules are quoted Go strings in kubebuilder's markers; a comma inside the quotes is not an
+// argument separator.
+TEST(CodegenModelTest, QuotedMarkerArgumentsKeepTheirCommas) {
+  auto r = parse(R"(
+// +genclient
+// +kubebuilder:resource:scope=Namespaced
+// +kubebuilder:validation:XValidation:rule="self.a,a==b",message="no, \"never\""
+// +kubebuilder:validation:XValidation:rule=size(self.x) > 1,a==b,message=m
+struct Thing {
+  meta::ObjectMeta metadata;
+};
+)");
+  ASSERT_TRUE(std::holds_alternative<Package>(r)) << std::get<ParseError>(r).message;
+  const auto files = emitCrds(std::get<Package>(r), "m");
+  const YAML::Node crd = YAML::Load(files.at("m/cel/example.dev_things.yaml"));
+  const auto rules =
+      crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"];
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_EQ(rules[0]["rule"].as<std::string>(), "self.a,a==b");
+  EXPECT_EQ(rules[0]["message"].as<std::string>(), "no, \"never\"");
+  EXPECT_EQ(rules[1]["rule"].as<std::string>(), "size(self.x) > 1,a==b");
+  EXPECT_EQ(rules[1]["message"].as<std::string>(), "m");
+}
+
+TEST(CodegenEmitTest, EveryListMapKeyReachesTheCrd) {
+  auto r = parse(R"(
+struct Port {
+  // +required
+  std::string protocol;
+  // +required
+  int32_t port = 0;
+};
+
+// +genclient
+// +kubebuilder:resource:scope=Namespaced
+struct Service {
+  meta::ObjectMeta metadata;
+  // +listType=map
+  // +listMapKey=protocol
+  // +listMapKey=port
+  std::vector<Port> ports;
+};
+)");
+  ASSERT_TRUE(std::holds_alternative<Package>(r)) << std::get<ParseError>(r).message;
+  const auto files = emitCrds(std::get<Package>(r), "m");
+  const YAML::Node crd = YAML::Load(files.at("m/example.dev_services.yaml"));
+  const auto keys = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["ports"]
+                       ["x-kubernetes-list-map-keys"];
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0].as<std::string>(), "protocol");
+  EXPECT_EQ(keys[1].as<std::string>(), "port");
+}
+
+TEST(CodegenModelTest, PluralizeFollowsEnglish) {
+  EXPECT_EQ(pluralize("gateway"), "gateways");
+  EXPECT_EQ(pluralize("key"), "keys");
+  EXPECT_EQ(pluralize("policy"), "policies");
+  EXPECT_EQ(pluralize("egressgatewaypolicy"), "egressgatewaypolicies");
+  EXPECT_EQ(pluralize("class"), "classes");
+  EXPECT_EQ(pluralize("gatewayClass"), "gatewayClasses");
+  EXPECT_EQ(pluralize("status"), "statuses");
+  EXPECT_EQ(pluralize("box"), "boxes");
+  EXPECT_EQ(pluralize("buzz"), "buzzes");
+  EXPECT_EQ(pluralize("mesh"), "meshes");
+  EXPECT_EQ(pluralize("batch"), "batches");
+  EXPECT_EQ(pluralize("pool"), "pools");
+  EXPECT_EQ(pluralize("ipampool"), "ipampools");
+}
+
+// +kubebuilder:resource:path= (or plural=) names the resource where English rules do not.
+TEST(CodegenEmitTest, ResourcePluralOverrideReachesCrdAndClient) {
+  for (const char* arg : {"path", "plural"}) {
+    auto r = parse(std::string(R"(
+// +genclient
+// +kubebuilder:resource:scope=Namespaced,)") +
+                   arg + R"(=mice
+struct Mouse {
+  meta::ObjectMeta metadata;
+};
+)");
+    ASSERT_TRUE(std::holds_alternative<Package>(r)) << std::get<ParseError>(r).message;
+    const auto& pkg = std::get<Package>(r);
+    Files crds;
+    ASSERT_NO_THROW(crds = emitCrds(pkg, "m")) << arg;
+    ASSERT_EQ(crds.count("m/example.dev_mice.yaml"), 1u) << arg;
+    const YAML::Node crd = YAML::Load(crds.at("m/example.dev_mice.yaml"));
+    EXPECT_EQ(crd["metadata"]["name"].as<std::string>(), "mice.example.dev");
+    EXPECT_EQ(crd["spec"]["names"]["plural"].as<std::string>(), "mice");
+    EXPECT_EQ(crd["spec"]["names"]["singular"].as<std::string>(), "mouse");
+    const std::string clientset = emitClient(pkg, "pkg/client/example/v1")
+                                      .at("pkg/client/example/v1/zz_generated.clientset.h");
+    EXPECT_THAT(clientset, HasSubstr("\"example.dev\", \"v1\", \"mice\", true"));
+    EXPECT_THAT(clientset,
+                HasSubstr("TypedClient<egress::example::v1::Mouse> mice(std::string ns)"));
+  }
+}
+
+// ---- Issue 8, item 21: the CRD emitter and the validation emitter read the same constraints.
+
+TEST(CodegenEmitTest, MapValueFormatIsCheckedByTheValidatorToo) {
+  auto r = parse(R"(
+struct Routes {
+  // +kubebuilder:validation:items:Format=cidr
+  // +kubebuilder:validation:items:MinLength=2
+  // +kubebuilder:validation:items:Enum=10.0.0.0/8;192.168.0.0/16
+  meta::StringMap byName;
+};
+)");
+  ASSERT_TRUE(std::holds_alternative<Package>(r)) << std::get<ParseError>(r).message;
+  const auto& pkg = std::get<Package>(r);
+  const std::string vc =
+      emitCodecs(pkg, "pkg/apis/example/v1").at("pkg/apis/example/v1/zz_generated.validation.cc");
+  EXPECT_THAT(vc, HasSubstr("validation::isCIDR(value)"));
+  EXPECT_THAT(vc, HasSubstr("value.size() < 2"));
+  EXPECT_THAT(vc, HasSubstr("value != \"10.0.0.0/8\""));
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "pkg/apis/networking/v1alpha1/validation.h"
 
-#include <set>
 #include <string>
 
 #include "pkg/apis/networking/v1alpha1/zz_generated.validation.h"
@@ -31,17 +30,6 @@ void validateSelector(const meta::LabelSelector& s, const std::string& path, Fie
     } else if (!needsValues && !r.values.empty()) {
       errs.push_back(
           {p + ".values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"});
-    }
-  }
-}
-
-// Entries of `list` (at `path`) that repeat an earlier one.
-void noDuplicates(const std::vector<std::string>& list, const std::string& path,
-                  FieldErrors& errs) {
-  std::set<std::string> seen;
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (!seen.insert(list[i]).second) {
-      errs.push_back({at(path, i), "Duplicate value: \"" + list[i] + "\""});
     }
   }
 }
@@ -110,8 +98,6 @@ FieldErrors validate(const EgressGatewayPolicy& policy) {
   } else if (family == "DualStack" && v6 * 2 != eip.addresses.size()) {
     errs.push_back({"spec.egressIP", "ipFamily DualStack takes as many IPv4 as IPv6 addresses"});
   }
-  // +listType=set.
-  noDuplicates(eip.addresses, "spec.egressIP.addresses", errs);
   return errs;
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <regex>
+#include <set>
 
 #include "pkg/apis/validation/formats.h"
 
@@ -80,6 +81,15 @@ void validateIPAMPoolStatusFields(const IPAMPoolStatus& v, const std::string& pa
   if (v.ipv6) {
     validateIPFamilyCountsFields(*v.ipv6, join(path, "ipv6"), errs);
   }
+  {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < v.conditions.size(); ++i) {
+      if (!seen.insert(v.conditions[i].type).second) {
+        errs.push_back({join(path, "conditions") + "[" + std::to_string(i) + "]",
+                        "Duplicate value: {\"type\":\"" + v.conditions[i].type + "\"}"});
+      }
+    }
+  }
 }
 
 void validateIPAMPoolFields(const IPAMPool& v, const std::string& path,
@@ -120,6 +130,15 @@ void validateEgressIPSpecFields(const EgressIPSpec& v, const std::string& path,
                       "\"" + v.addresses[i] + "\" is not an IP address"});
     }
   }
+  {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < v.addresses.size(); ++i) {
+      if (!seen.insert(v.addresses[i]).second) {
+        errs.push_back({join(path, "addresses") + "[" + std::to_string(i) + "]",
+                        "Duplicate value: \"" + v.addresses[i] + "\""});
+      }
+    }
+  }
   if (!v.ipFamily.empty()) {
     if (v.ipFamily != "IPv4" && v.ipFamily != "IPv6" && v.ipFamily != "DualStack") {
       errs.push_back(
@@ -154,8 +173,6 @@ void validateTolerationFields(const Toleration& v, const std::string& path,
            "Unsupported value: \"" + v.effect +
                "\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""});
     }
-  }
-  if (v.tolerationSeconds) {
   }
 }
 
@@ -270,6 +287,15 @@ void validateEgressGatewayPolicyStatusFields(const EgressGatewayPolicyStatus& v,
     validateGatewayStatusFields(v.gateways[i],
                                 join(path, "gateways") + "[" + std::to_string(i) + "]", errs);
   }
+  {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < v.conditions.size(); ++i) {
+      if (!seen.insert(v.conditions[i].type).second) {
+        errs.push_back({join(path, "conditions") + "[" + std::to_string(i) + "]",
+                        "Duplicate value: {\"type\":\"" + v.conditions[i].type + "\"}"});
+      }
+    }
+  }
 }
 
 void validateEgressGatewayPolicyFields(const EgressGatewayPolicy& v, const std::string& path,
@@ -311,9 +337,15 @@ void validateOperatorConfigSpecFields(const OperatorConfigSpec& v, const std::st
 
 void validateOperatorConfigStatusFields(const OperatorConfigStatus& v, const std::string& path,
                                         validation::FieldErrors& errs) {
-  (void)v;
-  (void)path;
-  (void)errs;
+  {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < v.conditions.size(); ++i) {
+      if (!seen.insert(v.conditions[i].type).second) {
+        errs.push_back({join(path, "conditions") + "[" + std::to_string(i) + "]",
+                        "Duplicate value: {\"type\":\"" + v.conditions[i].type + "\"}"});
+      }
+    }
+  }
 }
 
 void validateOperatorConfigFields(const OperatorConfig& v, const std::string& path,
