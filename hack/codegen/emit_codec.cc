@@ -95,9 +95,11 @@ std::string itemDecoders(const Package& pkg) {
 void emitDecoder(std::ostringstream& o, const Struct& s) {
   o << "meta::Decoded<" << s.name << "> decode" << s.name << "(const rapidjson::Value& v) {\n";
   for (const auto& f : s.fields) {
-    if (f.required() && isObjectKind(f.type.kind)) {
-      // Absent and empty decode alike for objects, so a missing required one (an empty
-      // podSelector selects everything) is caught here.
+    if (f.required() &&
+        (isObjectKind(f.type.kind) || f.type.kind == K::Bool || f.type.isInteger())) {
+      // Absent and empty decode alike for objects, integers and booleans, so a missing required
+      // one (an empty podSelector selects everything; 0 may be a valid count) is caught here;
+      // validate() catches an empty string or list.
       o << "  if (v.IsObject() && !v.HasMember(\"" << f.jsonName << "\")) {\n"
         << "    return meta::DecodeError{\"" << f.jsonName << "\", \"Required value\"};\n  }\n";
     }
@@ -399,7 +401,15 @@ void emitValidator(std::ostringstream& o, const Package& pkg, const Struct& s) {
         break;
       case K::Int32:
       case K::Int64:
-        valueChecks(fo, f.constraints, member, p, "  ");
+        // 0 is absent (omitempty), as "" is for a string: only a required integer is checked
+        // when 0.
+        if (f.required()) {
+          valueChecks(fo, f.constraints, member, p, "  ");
+        } else if (!f.constraints.empty()) {
+          fo << "  if (" << member << " != 0) {\n";
+          valueChecks(fo, f.constraints, member, p, "    ");
+          fo << "  }\n";
+        }
         break;
       case K::Optional:
         if (t.elem->isScalar() && !f.constraints.empty()) {

@@ -13,6 +13,7 @@
 
 #include "hack/codegen/emit.h"
 #include "hack/codegen/parser.h"
+#include <sys/wait.h>
 
 namespace egress::codegen {
 namespace {
@@ -261,12 +262,41 @@ Files runTool(const std::string& input, const std::string& what) {
 // pointer order, time or the environment shows up as a difference. hack/verify-codegen.sh
 // compares a third run with the committed files.
 TEST(CodegenEmitTest, OutputIsDeterministicAcrossProcesses) {
-  for (const char* what : {"code", "crd"}) {
-    const Files a = runTool("pkg/apis/networking/v1alpha1/types.h", what);
-    const Files b = runTool("pkg/apis/networking/v1alpha1/types.h", what);
-    EXPECT_GE(a.size(), 3u) << what;
-    EXPECT_EQ(a, b) << what;
+  for (const char* input :
+       {"pkg/apis/networking/v1alpha1/types.h", "test/unit/codegen/testapi/types.h"}) {
+    for (const char* what : {"code", "crd"}) {
+      const Files a = runTool(input, what);
+      const Files b = runTool(input, what);
+      EXPECT_GE(a.size(), 3u) << input << " " << what;
+      EXPECT_EQ(a, b) << input << " " << what;
+    }
   }
+}
+
+// The tool itself: a parse error is one line on stderr naming file:line, exit status 1, and
+// nothing written.
+TEST(CodegenToolTest, ParseErrorNamesFileAndLineAndFails) {
+  char dir[] = "/tmp/codegen_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string root = dir;
+  std::filesystem::create_directories(root + "/api");
+  std::ofstream(root + "/api/types.h") << kHeader << "struct A {\n"
+                                       << "  // +kubebuilder:validation:Format=url\n"
+                                       << "  std::string a;\n};\n}\n";
+  const std::string cmd = std::string(EGRESS_CODEGEN_TOOL) + " --input " + root +
+                          "/api/types.h --root " + root + " --what code --out " + root + "/out 2>" +
+                          root + "/stderr";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream err(root + "/stderr");
+  std::stringstream text;
+  text << err.rdbuf();
+  EXPECT_EQ(
+      text.str(),
+      "egress-codegen: api/types.h:5: unknown Format url (cidr, ipv4, ipv6, ip, ip-or-cidr)\n");
+  EXPECT_FALSE(std::filesystem::exists(root + "/out"));
+  std::filesystem::remove_all(root);
 }
 
 TEST(CodegenEmitTest, CodecsAndClientNameEveryType) {
