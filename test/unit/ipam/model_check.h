@@ -36,20 +36,28 @@ class SeededChoices : public Choices {
   std::mt19937 rng_;
 };
 
-// One byte per choice; zeros once the input is used up.
+// One byte per choice (two when n > 256); zeros once the input is used up.
 class ByteChoices : public Choices {
  public:
   ByteChoices(const uint8_t* data, size_t size) : data_(data), size_(size) {}
   uint32_t below(uint32_t n) override {
-    if (pos_ >= size_) {
-      ++pos_;
-      return 0;
+    uint32_t v = nextByte();
+    if (n > 256) {
+      v = (v << 8) | nextByte();
     }
-    return data_[pos_++] % n;
+    return v % n;
   }
   bool exhausted() const override { return pos_ > size_; }
 
  private:
+  uint32_t nextByte() {
+    if (pos_ >= size_) {
+      ++pos_;
+      return 0;
+    }
+    return data_[pos_++];
+  }
+
   const uint8_t* data_;
   size_t size_;
   size_t pos_ = 0;

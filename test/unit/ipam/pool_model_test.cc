@@ -39,5 +39,13 @@ TEST(PoolModel, ByteChoicesStopWhenUsedUp) {
   EXPECT_TRUE(choices.exhausted());
 }
 
+TEST(PoolModel, ByteChoicesTakeTwoBytesForLargeRanges) {
+  const uint8_t bytes[] = {1, 2, 3};
+  ByteChoices choices(bytes, sizeof bytes);
+  EXPECT_EQ(choices.below(1000), 258u);
+  EXPECT_EQ(choices.below(1000), 768u);  // 3, then a zero for the missing byte
+  EXPECT_TRUE(choices.exhausted());
+}
+
 }  // namespace
 }  // namespace egress::ipam::testing
