@@ -38,6 +38,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <optional>
@@ -166,8 +167,9 @@ class Pool {
   void clearAllocations();
 
   std::array<FamilyState, 2> families_;
-  // Owner records, indexed by OwnerId; ids of owners that hold nothing are reused.
-  std::vector<Owner> owners_;
+  // Owner records, indexed by OwnerId; ids of owners that hold nothing are reused. A deque:
+  // growing it never moves the records.
+  std::deque<Owner> owners_;
   std::vector<OwnerId> unusedIds_;
   std::map<std::string, OwnerId, std::less<>> ownerIds_;
 };
