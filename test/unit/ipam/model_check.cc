@@ -313,7 +313,7 @@ class Checker {
 
   std::string restore(const Ledger& ledger) {
     op_ += "restore " + describe(ledger);
-    const std::string got = describeConflicts(pool_.restore(ledger));
+    std::string got = describeConflicts(pool_.restore(ledger));
     model_.holder.clear();
     want_.clear();
     for (const auto& [owner, addresses] : ledger) {
@@ -458,7 +458,7 @@ class Checker {
 
   std::string releaseAll(const std::string& who) {
     op_ = "releaseAll " + who;
-    const std::string got = describe(texts(pool_.releaseAll(who)));
+    std::string got = describe(texts(pool_.releaseAll(who)));
     std::vector<std::string> gone;
     for (auto it = model_.holder.begin(); it != model_.holder.end();) {
       if (it->second == who) {

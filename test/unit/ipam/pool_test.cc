@@ -5,6 +5,7 @@
 
 namespace egress::ipam {
 
+// NOLINTNEXTLINE(readability-identifier-naming): GoogleTest's printer hook
 void PrintTo(const Error& e, std::ostream* os) {
   *os << reasonName(e.reason) << "{address=" << e.address << " owner=" << e.owner
       << " holder=" << e.holder << " message=" << e.message << "}";
