@@ -1,5 +1,6 @@
 #include "pkg/ipam/pool.h"
 
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
@@ -104,12 +105,14 @@ Result<std::vector<Address>, Error> Pool::allocate(std::string_view owner, Famil
   FamilyState& fs = state(family);
   const Uint128 free = fs.total - fs.heldUsable;
   if (free < n) {
+    const std::string fam(familyName(family));
     return makeError(Reason::kPoolExhausted, "", owner,
-                     "the pool has " + decimal(free) + " free " + std::string(familyName(family)) +
-                         " addresses, " + std::to_string(n) + " requested");
+                     fs.present ? "the pool has " + decimal(free) + " free " + fam +
+                                      " addresses, " + std::to_string(n) + " requested"
+                                : "the pool has no " + fam + " CIDR");
   }
   std::vector<Address> out;
-  out.reserve(n);
+  out.reserve(std::min<size_t>(n, 1024));  // n is the caller's; a bad one must not throw here
   if (n == 0) {
     return out;
   }

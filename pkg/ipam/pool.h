@@ -25,8 +25,11 @@
 //     ledger() and addressesOf(), counts as `outside`, is never handed to anyone else, and if a
 //     later spec brings it back into the pool it is still its owner's. Releasing it does not make
 //     it allocatable unless it is in the pool.
-//   - reserve() of an address the owner already holds succeeds (idempotent); release() of an
+//   - reserve() checks the address against the pool first, then against its holder: an address
+//     the owner already holds succeeds again (idempotent), unless it is no longer usable (a held
+//     conflict keeps failing NotInPool / Excluded, so the condition stays). release() of an
 //     address nobody holds succeeds and reports that nothing was released.
+//   - Not thread-safe: one controller owns a Pool and calls it from its one io_context.
 //
 // Complexity, with n the number of held addresses: allocate of k addresses, reserve and release
 // are O(k log n) / O(log n); memory is O(n + CIDRs + exclusions), never proportional to the
