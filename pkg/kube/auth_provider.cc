@@ -1,88 +1,29 @@
 #include "pkg/kube/auth_provider.h"
 
-#include <cerrno>
-#include <cstring>
-
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 namespace egress::kube {
-namespace {
-
-bool isSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-std::string trimSpace(std::string s) {
-  size_t end = s.size();
-  while (end > 0 && isSpace(s[end - 1])) {
-    --end;
-  }
-  size_t begin = 0;
-  while (begin < end && isSpace(s[begin])) {
-    ++begin;
-  }
-  return s.substr(begin, end - begin);
-}
-
-int64_t mtimeNanos(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-}
-
-}  // namespace
 
 TokenFileProvider::TokenFileProvider(std::string path, CredentialClock clock)
     : path_(std::move(path)),
       clock_(clock ? std::move(clock) : CredentialClock(&std::chrono::system_clock::now)) {}
 
 Result<TokenFileProvider::ReadToken> TokenFileProvider::readTokenFile() const {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Error::config("token file " + path_ + ": " + std::strerror(errno));
+  auto read = readBoundedFile(path_, kMaxTokenBytes, FileKind::Regular);
+  if (!read) {
+    return Error::config("token file " + configDetail(read.error()));
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Error::config("token file " + path_ + ": " + std::strerror(err));
+  if (!*read) {
+    return Error::config("token file " + path_ + ": does not exist");
   }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error::config("token file " + path_ + ": not a regular file");
-  }
-  std::string data;
-  char buf[4096];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return Error::config("token file " + path_ + ": " + std::strerror(err));
-    }
-    if (n == 0) {
-      break;
-    }
-    data.append(buf, static_cast<size_t>(n));
-    if (data.size() > kMaxTokenBytes) {
-      ::close(fd);
-      return Error::config("token file " + path_ + ": larger than " +
-                           std::to_string(kMaxTokenBytes) + " bytes");
-    }
-  }
-  ::close(fd);
-  std::string token = trimSpace(std::move(data));
+  std::string token = trimSpace((*read)->data);
   if (token.empty()) {
     return Error::config("token file " + path_ + " is empty");
   }
-  return ReadToken{std::move(token),
-                   FileIdentity{st.st_dev, st.st_ino, st.st_size, mtimeNanos(st)}};
+  return ReadToken{std::move(token), (*read)->identity};
 }
 
-Result<Credentials> TokenFileProvider::credentials() {
+Result<Credentials> TokenFileProvider::current() {
   std::lock_guard lock(mu_);
   const auto now = clock_();
   if (haveToken_) {
@@ -95,8 +36,7 @@ Result<Credentials> TokenFileProvider::credentials() {
     if (!readDue) {
       lastStat_ = now;
       struct stat st {};
-      if (::stat(path_.c_str(), &st) == 0 &&
-          FileIdentity{st.st_dev, st.st_ino, st.st_size, mtimeNanos(st)} == identity_) {
+      if (::stat(path_.c_str(), &st) == 0 && fileIdentity(st) == identity_) {
         return Credentials{token_, {}, {}};
       }
     }
@@ -119,7 +59,7 @@ Result<Credentials> TokenFileProvider::credentials() {
   return Credentials{token_, {}, {}};
 }
 
-void TokenFileProvider::invalidate() {
+void TokenFileProvider::invalidate(const Credentials&) {
   std::lock_guard lock(mu_);
   haveToken_ = false;
   token_.clear();

@@ -14,10 +14,14 @@
 #include <mutex>
 #include <string>
 
+#include <boost/asio/awaitable.hpp>
+
+#include "pkg/kube/config_util.h"
 #include "pkg/kube/errors.h"
-#include <sys/types.h>
 
 namespace egress::kube {
+
+namespace net = boost::asio;
 
 // Attached to each request.
 struct Credentials {
@@ -25,15 +29,19 @@ struct Credentials {
   // Exec plugins may return a client certificate + key (PEM); "" if none.
   std::string clientCertPem;
   std::string clientKeyPem;
+  bool operator==(const Credentials&) const = default;
 };
 
 class AuthProvider {
  public:
   virtual ~AuthProvider() = default;
-  // Current credentials. Called for every request, so it must be cheap while cached.
-  virtual Result<Credentials> credentials() = 0;
-  // The server answered 401: drop anything cached so the next credentials() refreshes.
-  virtual void invalidate() = 0;
+  // Current credentials; joins or starts a refresh when nothing valid is cached; never blocks the
+  // io_context thread. Called for every request, so it must be cheap while cached.
+  virtual net::awaitable<Result<Credentials>> credentials() = 0;
+  // A request made with `used` got 401: drop the cache only if `used` is still what is cached
+  // (client-go's exec Authenticator.maybeRefreshCreds), so a burst of requests that all carried
+  // the old credential refreshes once.
+  virtual void invalidate(const Credentials& used) = 0;
 };
 
 // Injected by tests to move time; empty means std::chrono::system_clock::now.
@@ -43,8 +51,10 @@ using CredentialClock = std::function<std::chrono::system_clock::time_point()>;
 class StaticTokenProvider final : public AuthProvider {
  public:
   explicit StaticTokenProvider(std::string token) : token_(std::move(token)) {}
-  Result<Credentials> credentials() override { return Credentials{token_, {}, {}}; }
-  void invalidate() override {}
+  net::awaitable<Result<Credentials>> credentials() override {
+    co_return Credentials{token_, {}, {}};
+  }
+  void invalidate(const Credentials&) override {}
 
  private:
   const std::string token_;
@@ -65,18 +75,14 @@ class TokenFileProvider final : public AuthProvider {
 
   explicit TokenFileProvider(std::string path, CredentialClock clock = {});
 
-  Result<Credentials> credentials() override;
-  void invalidate() override;
+  // The token now, read synchronously: the file is small and local, and a loader calls this
+  // once to fail at startup rather than on the first request.
+  Result<Credentials> current();
+  net::awaitable<Result<Credentials>> credentials() override { co_return current(); }
+  void invalidate(const Credentials& used) override;
   const std::string& path() const { return path_; }
 
  private:
-  struct FileIdentity {
-    dev_t device = 0;
-    ino_t inode = 0;
-    off_t size = 0;
-    int64_t mtimeNanos = 0;
-    bool operator==(const FileIdentity&) const = default;
-  };
   struct ReadToken {
     std::string token;
     FileIdentity identity;

@@ -13,6 +13,7 @@
 
 #include "pkg/apis/meta/time.h"
 #include "pkg/kube/base64.h"
+#include "pkg/kube/config_util.h"
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -29,23 +30,6 @@ namespace {
 constexpr size_t kMaxStdoutBytes = 4 << 20;
 constexpr size_t kMaxStderrBytes = 64 << 10;
 constexpr std::string_view kExecInfoEnv = "KUBERNETES_EXEC_INFO";
-
-std::string inQuotes(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
-}
-
-std::string trimSpace(std::string_view s) {
-  const auto isSpace = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-  };
-  while (!s.empty() && isSpace(s.back())) {
-    s.remove_suffix(1);
-  }
-  while (!s.empty() && isSpace(s.front())) {
-    s.remove_prefix(1);
-  }
-  return std::string(s);
-}
 
 // Closes on scope exit; the child's ends must be closed in the parent before reading, or EOF
 // never comes.
@@ -476,22 +460,24 @@ Result<ExecCredentialStatus> ExecCredentialProvider::runPlugin() const {
   return std::move(*parsed);
 }
 
-Result<Credentials> ExecCredentialProvider::credentials() {
-  std::lock_guard lock(mu_);
-  if (cached_ && (!expiration_ || options_.clock() < *expiration_)) {
+net::awaitable<Result<Credentials>> ExecCredentialProvider::credentials() {
+  co_return [this]() -> Result<Credentials> {
+    std::lock_guard lock(mu_);
+    if (cached_ && (!expiration_ || options_.clock() < *expiration_)) {
+      return *cached_;
+    }
+    cached_.reset();
+    auto status = runPlugin();
+    if (!status) {
+      return status.error();
+    }
+    cached_ = Credentials{status->token, status->clientCertPem, status->clientKeyPem};
+    expiration_ = status->expiration;
     return *cached_;
-  }
-  cached_.reset();
-  auto status = runPlugin();
-  if (!status) {
-    return status.error();
-  }
-  cached_ = Credentials{status->token, status->clientCertPem, status->clientKeyPem};
-  expiration_ = status->expiration;
-  return *cached_;
+  }();
 }
 
-void ExecCredentialProvider::invalidate() {
+void ExecCredentialProvider::invalidate(const Credentials&) {
   std::lock_guard lock(mu_);
   cached_.reset();
   expiration_.reset();

@@ -89,8 +89,8 @@ class ExecCredentialProvider final : public AuthProvider {
                                                                 ExecClusterInfo cluster,
                                                                 ExecOptions options = {});
 
-  Result<Credentials> credentials() override;
-  void invalidate() override;
+  net::awaitable<Result<Credentials>> credentials() override;
+  void invalidate(const Credentials& used) override;
   const ExecConfig& config() const { return config_; }
 
  private:

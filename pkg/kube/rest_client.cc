@@ -262,13 +262,13 @@ net::awaitable<Result<Ok>> RestClient::waitForToken(const std::string& verb) {
   co_return Ok{};
 }
 
-Result<Ok> RestClient::addCredentials(HttpRequest& request) {
+net::awaitable<Result<Credentials>> RestClient::addCredentials(HttpRequest& request) {
   if (!config_.auth) {
-    return Ok{};
+    co_return Credentials{};
   }
-  auto creds = config_.auth->credentials();
+  auto creds = co_await config_.auth->credentials();
   if (!creds) {
-    return creds.error();
+    co_return creds.error();
   }
   if (!creds->bearerToken.empty()) {
     request.headers.emplace_back("Authorization", "Bearer " + creds->bearerToken);
@@ -278,11 +278,11 @@ Result<Ok> RestClient::addCredentials(HttpRequest& request) {
       creds->clientCertPem != activeClientCert_) {
     if (auto set = transport_->setClientCertificate(creds->clientCertPem, creds->clientKeyPem);
         !set) {
-      return set.error();
+      co_return set.error();
     }
     activeClientCert_ = creds->clientCertPem;
   }
-  return Ok{};
+  co_return creds;
 }
 
 net::awaitable<Result<HttpResponse>> RestClient::send(Call call) {
@@ -300,7 +300,8 @@ net::awaitable<Result<HttpResponse>> RestClient::send(Call call) {
     if (!call.contentType.empty()) {
       request.headers.emplace_back("Content-Type", call.contentType);
     }
-    if (auto creds = addCredentials(request); !creds) {
+    auto creds = co_await addCredentials(request);
+    if (!creds) {
       co_return creds.error();
     }
     const auto start = std::chrono::steady_clock::now();
@@ -321,7 +322,7 @@ net::awaitable<Result<HttpResponse>> RestClient::send(Call call) {
     if (err.isUnauthorized() && config_.auth && !refreshedCredentials) {
       // Rotated token or expired plugin credential: refresh once, as client-go's exec
       // authenticator does on 401.
-      config_.auth->invalidate();
+      config_.auth->invalidate(*creds);
       refreshedCredentials = true;
       continue;
     }
@@ -472,7 +473,8 @@ net::awaitable<Result<std::unique_ptr<WatchStream>>> RestClient::watch(Resource 
     request.target = resourcePath(r, ns, "", "") + listQuery(opts, true);
     request.headers.emplace_back("User-Agent", userAgent_);
     request.headers.emplace_back("Accept", "application/json");
-    if (auto creds = addCredentials(request); !creds) {
+    auto creds = co_await addCredentials(request);
+    if (!creds) {
       co_return creds.error();
     }
     const auto start = std::chrono::steady_clock::now();
@@ -508,7 +510,7 @@ net::awaitable<Result<std::unique_ptr<WatchStream>>> RestClient::watch(Resource 
     (*stream)->close();
     Error err = apiError(res);
     if (err.isUnauthorized() && config_.auth && !refreshedCredentials) {
-      config_.auth->invalidate();
+      config_.auth->invalidate(*creds);
       refreshedCredentials = true;
       continue;
     }

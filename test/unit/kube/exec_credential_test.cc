@@ -13,6 +13,7 @@
 
 #include "pkg/apis/meta/time.h"
 #include "test/testutil/temp_dir.h"
+#include "test/unit/kube/sync_credentials.h"
 #include <stdlib.h>
 
 namespace egress::kube {
@@ -98,7 +99,7 @@ EOF
   c.env.push_back({"GREETING", "hello world"});  // the later entry wins
   ::setenv("EXEC_TEST_PARENT", "inherited", 1);
   auto p = provider(c);
-  auto creds = p->credentials();
+  auto creds = syncCredentials(*p);
   ::unsetenv("EXEC_TEST_PARENT");
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "abc");
@@ -112,27 +113,27 @@ EOF
 
 TEST_F(ExecCredentialTest, CachesUntilExpiryThenRuns) {
   auto p = provider(config(script("plugin.sh", kCountingPlugin)));
-  auto first = p->credentials();
+  auto first = syncCredentials(*p);
   ASSERT_TRUE(first) << first.error().message();
   EXPECT_EQ(first->bearerToken, "token-1");
   now_ = at(9, 59, 59);
-  EXPECT_EQ(p->credentials()->bearerToken, "token-1");
-  EXPECT_EQ(p->credentials()->bearerToken, "token-1");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-1");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-1");
   EXPECT_EQ(runs(), 1);
   now_ = at(10, 0, 0);  // expired
-  EXPECT_EQ(p->credentials()->bearerToken, "token-2");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-2");
   EXPECT_EQ(runs(), 2);
   // The new credential carries the same (now past) expiry, so every call runs the plugin.
-  EXPECT_EQ(p->credentials()->bearerToken, "token-3");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-3");
 }
 
 TEST_F(ExecCredentialTest, InvalidateForcesARun) {
   auto p = provider(config(script("plugin.sh", kCountingPlugin)));
-  EXPECT_EQ(p->credentials()->bearerToken, "token-1");
-  EXPECT_EQ(p->credentials()->bearerToken, "token-1");
-  p->invalidate();
-  EXPECT_EQ(p->credentials()->bearerToken, "token-2");
-  EXPECT_EQ(p->credentials()->bearerToken, "token-2");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-1");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-1");
+  p->invalidate(*syncCredentials(*p));
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-2");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-2");
   EXPECT_EQ(runs(), 2);
 }
 
@@ -141,12 +142,12 @@ TEST_F(ExecCredentialTest, NoExpiryCachesUntilInvalidated) {
 {"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"forever"}}
 EOF
 )")));
-  EXPECT_EQ(p->credentials()->bearerToken, "forever");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "forever");
   now_ = at(23, 0, 0);
-  EXPECT_EQ(p->credentials()->bearerToken, "forever");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "forever");
   EXPECT_EQ(runs(), 1);
-  p->invalidate();
-  EXPECT_EQ(p->credentials()->bearerToken, "forever");
+  p->invalidate(*syncCredentials(*p));
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "forever");
   EXPECT_EQ(runs(), 2);
 }
 
@@ -154,7 +155,7 @@ TEST_F(ExecCredentialTest, ConcurrentCallersShareOneRun) {
   auto p = provider(config(script("plugin.sh", std::string("sleep 0.2\n") + kCountingPlugin)));
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&] { EXPECT_EQ(p->credentials()->bearerToken, "token-1"); });
+    threads.emplace_back([&] { EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-1"); });
   }
   for (auto& t : threads) {
     t.join();
@@ -169,7 +170,7 @@ TEST_F(ExecCredentialTest, ReturnsClientCertificate) {
  "clientKeyData":"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"}}
 EOF
 )")));
-  auto creds = p->credentials();
+  auto creds = syncCredentials(*p);
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "");
   EXPECT_EQ(creds->clientCertPem, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
@@ -182,7 +183,7 @@ TEST_F(ExecCredentialTest, AcceptsV1Beta1) {
 EOF
 )"));
   c.apiVersion = std::string(kExecApiVersionV1Beta1);
-  auto creds = provider(c)->credentials();
+  auto creds = syncCredentials(*provider(c));
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "beta");
 }
@@ -192,14 +193,14 @@ TEST_F(ExecCredentialTest, FailingPluginReportsCommandAndStderr) {
 exit 3
 )");
   auto p = provider(config(command));
-  auto creds = p->credentials();
+  auto creds = syncCredentials(*p);
   ASSERT_FALSE(creds);
   EXPECT_EQ(creds.error().kind(), Error::Kind::Config);
   EXPECT_THAT(creds.error().message(), HasSubstr(command));
   EXPECT_THAT(creds.error().message(), HasSubstr("exit status 3"));
   EXPECT_THAT(creds.error().message(), HasSubstr("stderr: error: you must log in first"));
   // Failures are not cached: the next call runs the plugin again.
-  EXPECT_FALSE(p->credentials());
+  EXPECT_FALSE(syncCredentials(*p));
   EXPECT_EQ(runs(), 2);
 }
 
@@ -208,7 +209,7 @@ TEST_F(ExecCredentialTest, RejectsWrongApiVersion) {
 {"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"t"}}
 EOF
 )");
-  auto creds = provider(config(command))->credentials();
+  auto creds = syncCredentials(*provider(config(command)));
   ASSERT_FALSE(creds);
   EXPECT_THAT(creds.error().message(), HasSubstr(command));
   EXPECT_THAT(creds.error().message(), HasSubstr("client.authentication.k8s.io/v1beta1"));
@@ -218,7 +219,7 @@ EOF
 TEST_F(ExecCredentialTest, TimeoutKillsThePlugin) {
   const std::string command = script("plugin.sh", "echo started >&2\nsleep 30\necho '{}'\n");
   const auto start = std::chrono::steady_clock::now();
-  auto creds = provider(config(command), std::chrono::milliseconds(300))->credentials();
+  auto creds = syncCredentials(*provider(config(command), std::chrono::milliseconds(300)));
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(creds);
   EXPECT_THAT(creds.error().message(), HasSubstr("timed out after 300ms"));
@@ -234,7 +235,7 @@ cat <<EOF
 EOF
 )")));
   const auto start = std::chrono::steady_clock::now();
-  auto creds = p->credentials();
+  auto creds = syncCredentials(*p);
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "t");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
@@ -243,7 +244,7 @@ EOF
 TEST_F(ExecCredentialTest, MissingCommandShowsInstallHint) {
   auto c = config("egress-no-such-plugin-xyz");
   c.installHint = "install it with: apt install egress-plugin\n";
-  auto creds = provider(c)->credentials();
+  auto creds = syncCredentials(*provider(c));
   ASSERT_FALSE(creds);
   EXPECT_THAT(creds.error().message(), HasSubstr("\"egress-no-such-plugin-xyz\""));
   EXPECT_THAT(creds.error().message(), HasSubstr("not found in PATH"));

@@ -10,8 +10,11 @@
 #include <gtest/gtest.h>
 
 #include "pkg/kube/base64.h"
+#include "pkg/kube/config_discovery.h"
+#include "pkg/kube/kubeconfig_file.h"
 #include "test/testutil/scoped_env.h"
 #include "test/testutil/temp_dir.h"
+#include "test/unit/kube/sync_credentials.h"
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -74,7 +77,7 @@ TEST(Kubeconfig, CurrentContextFromFirstFileThatSetsIt) {
   // second.yaml's current-context "prod", whose cluster and user only second.yaml defines.
   EXPECT_EQ(config->server, "https://prod.example.test:443");  // scheme defaulted to https
   ASSERT_NE(config->auth, nullptr);
-  auto creds = config->auth->credentials();
+  auto creds = syncCredentials(*config->auth);
   ASSERT_TRUE(creds);
   EXPECT_EQ(creds->bearerToken, "prod-token");  // token wins over tokenFile
   EXPECT_EQ(config->defaultNamespace, "default");
@@ -85,7 +88,7 @@ TEST(Kubeconfig, UserOnlyInLaterFileIsFound) {
   ASSERT_TRUE(config) << config.error().message();
   EXPECT_EQ(config->server, "https://prod.example.test:443");
   ASSERT_NE(config->auth, nullptr);
-  EXPECT_EQ(config->auth->credentials()->bearerToken, "prod-token");
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "prod-token");
 }
 
 TEST(Kubeconfig, ExplicitContextOverridesCurrentContext) {
@@ -95,7 +98,7 @@ TEST(Kubeconfig, ExplicitContextOverridesCurrentContext) {
   EXPECT_TRUE(config->insecureSkipTlsVerify);
   ASSERT_NE(config->auth, nullptr);
   // tokenFile resolved against first.yaml's folder, not the working directory.
-  EXPECT_EQ(config->auth->credentials()->bearerToken, "file-token-from-testdata");
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "file-token-from-testdata");
 }
 
 TEST(Kubeconfig, RelativePathsResolveAgainstTheDefiningFile) {
@@ -277,7 +280,7 @@ TEST(Kubeconfig, TokenBeatsTokenFileAndExec) {
   auto config = load({path});
   ASSERT_TRUE(config) << config.error().message();
   ASSERT_NE(config->auth, nullptr);
-  EXPECT_EQ(config->auth->credentials()->bearerToken, "static");
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "static");
 }
 
 TEST(Kubeconfig, RejectsFilesOverTheSizeCap) {
@@ -370,7 +373,7 @@ users:
   auto config = load({path});
   ASSERT_TRUE(config) << config.error().message();
   ASSERT_NE(config->auth, nullptr);
-  auto creds = config->auth->credentials();
+  auto creds = syncCredentials(*config->auth);
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "from-plugin");
   EXPECT_EQ(readFile(info),
