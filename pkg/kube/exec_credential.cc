@@ -368,6 +368,9 @@ Result<ExecCredentialStatus> interpret(const State& s, std::variant<ChildProcess
   if (!parsed) {
     return Error::config(who + ": " + why + seeLog);
   }
+  if (auto valid = checkBearerToken(parsed->token); !valid) {
+    return Error::config(who + ": status.token: " + configDetail(valid.error()));
+  }
   return std::move(*parsed);
 }
 

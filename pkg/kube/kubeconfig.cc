@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "pkg/kube/config_util.h"
+#include "pkg/kube/file_credentials.h"
 #include "pkg/kube/kubeconfig_file.h"
 
 namespace egress::kube {
@@ -43,6 +44,30 @@ Result<std::string> normalizeServer(const ClusterEntry& c) {
     return fieldError(c.origin, "server", inQuotes(c.server) + " is not a valid URL");
   }
   return server;
+}
+
+// client-go accepts http, https and socks5 proxies; the transport speaks HTTP CONNECT only, so
+// socks5 is refused here rather than ignored.
+Result<std::string> checkProxyUrl(const ClusterEntry& c) {
+  if (c.proxyUrl.empty()) {
+    return std::string();
+  }
+  const size_t schemeEnd = c.proxyUrl.find("://");
+  const std::string scheme =
+      schemeEnd == std::string::npos ? std::string() : c.proxyUrl.substr(0, schemeEnd);
+  if (scheme != "http" && scheme != "https") {
+    return fieldError(c.origin, "proxy-url",
+                      inQuotes(c.proxyUrl) + ": " +
+                          (scheme.empty() ? std::string("has no scheme")
+                                          : "scheme " + inQuotes(scheme) + " is not supported") +
+                          " (use an http:// or https:// proxy)");
+  }
+  const size_t hostStart = schemeEnd + 3;
+  if (c.proxyUrl.size() == hostStart || c.proxyUrl[hostStart] == '/' ||
+      c.proxyUrl.find_first_of(" \t\r\n") != std::string::npos) {
+    return fieldError(c.origin, "proxy-url", inQuotes(c.proxyUrl) + " is not a valid URL");
+  }
+  return c.proxyUrl;
 }
 
 Result<RestConfig> buildRestConfig(const MergedKubeconfig& m, const KubeconfigOptions& options) {
@@ -85,9 +110,11 @@ Result<RestConfig> buildRestConfig(const MergedKubeconfig& m, const KubeconfigOp
     return server.error();
   }
   config.server = std::move(*server);
-  if (!cluster.proxyUrl.empty()) {
-    return fieldError(cluster.origin, "proxy-url", "is not supported");
+  auto proxy = checkProxyUrl(cluster);
+  if (!proxy) {
+    return proxy.error();
   }
+  config.proxyUrl = std::move(*proxy);
   if (!cluster.caFile.empty() && !cluster.caData.empty()) {
     return fieldError(cluster.origin, "",
                       "certificate-authority and certificate-authority-data are both set");
@@ -133,41 +160,60 @@ Result<RestConfig> buildRestConfig(const MergedKubeconfig& m, const KubeconfigOp
   if (!user.keyFile.empty() && !user.keyData.empty()) {
     return fieldError(user.origin, "", "client-key and client-key-data are both set");
   }
-  config.clientCertPem = user.certData;
-  config.clientKeyPem = user.keyData;
-  if (!user.certFile.empty()) {
-    auto cert = readReferencedFile(user.origin, "client-certificate", user.certFile);
-    if (!cert) {
-      return cert.error();
+  std::shared_ptr<AuthProvider> certificate;
+  if (!user.certFile.empty() && !user.keyFile.empty()) {
+    // Both from files: followed as they rotate, like client-go's ReloadTLSFiles (set only when
+    // both are files). Read now so a missing file fails the load, not the first request.
+    auto provider =
+        std::make_shared<ClientCertFileProvider>(user.certFile, user.keyFile, options.clock);
+    if (auto first = provider->current(); !first) {
+      return fieldError(user.origin, "", configDetail(first.error()));
     }
-    config.clientCertPem = std::move(*cert);
-  }
-  if (!user.keyFile.empty()) {
-    auto key = readReferencedFile(user.origin, "client-key", user.keyFile);
-    if (!key) {
-      return key.error();
+    certificate = std::move(provider);
+  } else {
+    config.clientCertPem = user.certData;
+    config.clientKeyPem = user.keyData;
+    if (!user.certFile.empty()) {
+      auto cert = readReferencedFile(user.origin, "client-certificate", user.certFile);
+      if (!cert) {
+        return cert.error();
+      }
+      config.clientCertPem = std::move(*cert);
     }
-    config.clientKeyPem = std::move(*key);
+    if (!user.keyFile.empty()) {
+      auto key = readReferencedFile(user.origin, "client-key", user.keyFile);
+      if (!key) {
+        return key.error();
+      }
+      config.clientKeyPem = std::move(*key);
+    }
+    if (config.clientCertPem.empty() != config.clientKeyPem.empty()) {
+      return fieldError(
+          user.origin, config.clientCertPem.empty() ? "client-certificate" : "client-key",
+          "is required together with " +
+              std::string(config.clientCertPem.empty() ? "client-key" : "client-certificate"));
+    }
   }
-  if (config.clientCertPem.empty() != config.clientKeyPem.empty()) {
-    return fieldError(
-        user.origin, config.clientCertPem.empty() ? "client-certificate" : "client-key",
-        "is required together with " +
-            std::string(config.clientCertPem.empty() ? "client-key" : "client-certificate"));
-  }
+  const bool hasCertificate = certificate != nullptr || !config.clientCertPem.empty();
 
-  // As in client-go: a token beats a token file, and either beats an exec plugin (its round
-  // tripper steps aside when a request already carries an Authorization header).
-  if (!user.token.empty()) {
-    config.auth = std::make_shared<StaticTokenProvider>(user.token);
-  } else if (!user.tokenFile.empty()) {
-    auto provider = std::make_shared<TokenFileProvider>(user.tokenFile, options.clock);
-    // Read once now so a missing file fails the load, not the first request.
+  if (auto valid = checkBearerToken(user.token); !valid) {
+    return fieldError(user.origin, "token", configDetail(valid.error()));
+  }
+  std::shared_ptr<AuthProvider> token;
+  if (!user.tokenFile.empty()) {
+    // client-go (NewBearerAuthWithRefreshRoundTripper): the file wins and is re-read as it
+    // rotates; `token`, if set, is served only while the file cannot be read. Without a token
+    // the file must be readable now.
+    auto provider = std::make_shared<TokenFileProvider>(user.tokenFile, options.clock, user.token);
     if (auto first = provider->current(); !first) {
       return fieldError(user.origin, "tokenFile", configDetail(first.error()));
     }
-    config.auth = std::move(provider);
-  } else if (user.exec) {
+    token = std::move(provider);
+  } else if (!user.token.empty()) {
+    token = std::make_shared<StaticTokenProvider>(user.token);
+  } else if (user.exec && !hasCertificate) {
+    // client-go's exec Authenticator steps aside when the config already has token or
+    // certificate auth (UpdateTransportConfig), so the plugin is not even run then.
     ExecClusterInfo info;
     info.server = config.server;
     info.tlsServerName = config.tlsServerName;
@@ -179,7 +225,12 @@ Result<RestConfig> buildRestConfig(const MergedKubeconfig& m, const KubeconfigOp
     if (!provider) {
       return fieldError(user.origin, "exec", configDetail(provider.error()));
     }
-    config.auth = std::move(*provider);
+    token = std::move(*provider);
+  }
+  if (token && certificate) {
+    config.auth = std::make_shared<CombinedAuthProvider>(std::move(token), std::move(certificate));
+  } else {
+    config.auth = token ? std::move(token) : std::move(certificate);
   }
   return config;
 }

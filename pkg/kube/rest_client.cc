@@ -271,6 +271,10 @@ net::awaitable<Result<Credentials>> RestClient::addCredentials(HttpRequest& requ
     co_return creds.error();
   }
   if (!creds->bearerToken.empty()) {
+    // The providers check their tokens; this covers any other AuthProvider too.
+    if (auto valid = checkBearerToken(creds->bearerToken); !valid) {
+      co_return valid.error();
+    }
     request.headers.emplace_back("Authorization", "Bearer " + creds->bearerToken);
   }
   // A static certificate wins over a plugin's (client-go); otherwise follow the plugin's.

@@ -188,6 +188,18 @@ EOF
   EXPECT_EQ(creds->clientKeyPem, "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n");
 }
 
+TEST_F(ExecCredentialTest, TokenWithALineBreakIsRefused) {
+  const std::string command = script("plugin.sh", R"(cat <<'EOF'
+{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
+ "status":{"token":"abc\r\nX-Injected: yes"}}
+EOF
+)");
+  auto creds = syncCredentials(*provider(config(command)));
+  ASSERT_FALSE(creds);
+  EXPECT_THAT(creds.error().message(), HasSubstr(command));
+  EXPECT_THAT(creds.error().message(), HasSubstr("control character"));
+}
+
 TEST_F(ExecCredentialTest, AcceptsV1Beta1) {
   auto c = config(script("plugin.sh", R"(cat <<EOF
 {"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"beta"}}

@@ -10,7 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "pkg/kube/auth_provider.h"
+#include "pkg/kube/file_credentials.h"
 #include "test/testutil/scoped_env.h"
 #include "test/testutil/temp_dir.h"
 #include "test/unit/kube/sync_credentials.h"
@@ -184,6 +184,29 @@ TEST_F(TokenFileProviderTest, EmptyFileIsAnError) {
   auto creds = syncCredentials(provider);
   ASSERT_FALSE(creds);
   EXPECT_THAT(creds.error().message(), HasSubstr("is empty"));
+}
+
+TEST_F(TokenFileProviderTest, InvalidateWithAStaleTokenKeepsTheCurrentOne) {
+  const std::string path = write("token", "one\n");
+  system_clock::time_point now{};
+  TokenFileProvider provider(path, [&] { return now; });
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "one");
+  replace("token", "two\n");
+  now += seconds(2);
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "two");
+  fs::remove(path);
+  // A request that still carried "one" got a 401: "two" is not dropped for it.
+  provider.invalidate(Credentials{"one", {}, {}});
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "two");
+}
+
+TEST_F(TokenFileProviderTest, TokenWithALineBreakIsRefused) {
+  const std::string path = write("token", "abc\r\nX-Injected: yes\n");
+  TokenFileProvider provider(path);
+  auto creds = syncCredentials(provider);
+  ASSERT_FALSE(creds);
+  EXPECT_THAT(creds.error().message(), HasSubstr(path));
+  EXPECT_THAT(creds.error().message(), HasSubstr("control character"));
 }
 
 TEST(StaticTokenProvider, ReturnsTheToken) {
