@@ -54,6 +54,15 @@ Result<RestConfig> load(std::vector<std::string> paths, std::string context = ""
   return loadKubeconfig(options);
 }
 
+// Loads `path` with providers reading the time from `*now`.
+Result<RestConfig> loadAt(const std::string& path,
+                          const std::chrono::system_clock::time_point* now) {
+  KubeconfigOptions options;
+  options.paths = {path};
+  options.clock = [now] { return *now; };
+  return loadKubeconfig(options);
+}
+
 TEST(Kubeconfig, MergesFilesFirstDefinitionWins) {
   // current-context comes from first.yaml (dev), whose cluster and user win over second.yaml's.
   auto config = load({kFirst, kSecond});
@@ -288,10 +297,7 @@ TEST(Kubeconfig, TokenFileBeatsTokenWhichIsItsFallback) {
     tokenFile: token
 )");
   std::chrono::system_clock::time_point now{};
-  KubeconfigOptions options;
-  options.paths = {path};
-  options.clock = [&] { return now; };
-  auto config = loadKubeconfig(options);
+  auto config = loadAt(path, &now);
   ASSERT_TRUE(config) << config.error().message();
   ASSERT_NE(config->auth, nullptr);
   EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "from-file");
@@ -358,10 +364,7 @@ TEST(Kubeconfig, ClientCertificateFilesAreReloadedWhenTheyChange) {
     client-key: key.pem
 )");
   std::chrono::system_clock::time_point now{};
-  KubeconfigOptions options;
-  options.paths = {path};
-  options.clock = [&] { return now; };
-  auto config = loadKubeconfig(options);
+  auto config = loadAt(path, &now);
   ASSERT_TRUE(config) << config.error().message();
   // Not a static certificate: a provider serves it, and the client follows its changes.
   EXPECT_EQ(config->clientCertPem, "");
