@@ -266,7 +266,7 @@ template <class CompletionToken>
 auto waitForRun(std::shared_ptr<State> state, std::shared_ptr<PluginRun> run,
                 CompletionToken&& token) {
   return net::async_initiate<CompletionToken, void()>(
-      [](auto handler, std::shared_ptr<State> s, std::shared_ptr<PluginRun> r) {
+      [](auto handler, const std::shared_ptr<State>& s, const std::shared_ptr<PluginRun>& r) {
         net::any_io_executor executor = net::get_associated_executor(handler);
         RunWaiter waiter{std::move(executor), std::move(handler)};
         std::unique_lock lock(s->mu);

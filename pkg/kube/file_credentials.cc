@@ -44,7 +44,7 @@ void TokenFileProvider::invalidate(const Credentials& used) {
 }
 
 ClientCertFileProvider::ClientCertFileProvider(std::string certPath, std::string keyPath,
-                                               CredentialClock clock)
+                                               const CredentialClock& clock)
     : cert_("client certificate", std::move(certPath), kMaxPemBytes, parsePem, clock),
       key_("client key", std::move(keyPath), kMaxPemBytes, parsePem, clock) {}
 

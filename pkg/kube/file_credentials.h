@@ -44,7 +44,8 @@ class ClientCertFileProvider final : public AuthProvider {
  public:
   static constexpr size_t kMaxPemBytes = 4 << 20;
 
-  ClientCertFileProvider(std::string certPath, std::string keyPath, CredentialClock clock = {});
+  ClientCertFileProvider(std::string certPath, std::string keyPath,
+                         const CredentialClock& clock = {});
 
   Result<Credentials> current();
   net::awaitable<Result<Credentials>> credentials() override { co_return current(); }
