@@ -1,96 +1,76 @@
 // File: auth_provider.h
 //
 // Where the credentials of each request come from: the Credentials the transport attaches, the
-// AuthProvider interface it asks before every request (and tells about a 401), and the token
-// providers: a fixed token, and a token file that is re-read when it changes, because bound
-// service-account tokens rotate under a running process. The exec plugin provider lives in
-// exec_credential.h.
+// AuthProvider interface it asks before every request (and tells about a 401), the check every
+// bearer token passes before it goes into a header, a fixed token, and the pairing of a token
+// source with a client-certificate source. Providers backed by rotating files are in
+// file_credentials.h, the exec plugin provider in exec_credential.h.
 #pragma once
 
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <mutex>
+#include <memory>
 #include <string>
+#include <string_view>
+
+#include <boost/asio/awaitable.hpp>
 
 #include "pkg/kube/errors.h"
-#include <sys/types.h>
+#include "pkg/kube/watched_file.h"
 
 namespace egress::kube {
+
+namespace net = boost::asio;
 
 // Attached to each request.
 struct Credentials {
   std::string bearerToken;  // "" if none
-  // Exec plugins may return a client certificate + key (PEM); "" if none.
+  // A client certificate + key (PEM) that may change (exec plugins, certificate files); "" if
+  // none.
   std::string clientCertPem;
   std::string clientKeyPem;
+  bool operator==(const Credentials&) const = default;
 };
 
 class AuthProvider {
  public:
   virtual ~AuthProvider() = default;
-  // Current credentials. Called for every request, so it must be cheap while cached.
-  virtual Result<Credentials> credentials() = 0;
-  // The server answered 401: drop anything cached so the next credentials() refreshes.
-  virtual void invalidate() = 0;
+  // Current credentials; joins or starts a refresh when nothing valid is cached; never blocks the
+  // io_context thread. Called for every request, so it must be cheap while cached.
+  virtual net::awaitable<Result<Credentials>> credentials() = 0;
+  // A request made with `used` got 401: drop the cache only if `used` is still what is cached
+  // (client-go's exec Authenticator.maybeRefreshCreds), so a burst of requests that all carried
+  // the old credential refreshes once.
+  virtual void invalidate(const Credentials& used) = 0;
 };
 
-// Injected by tests to move time; empty means std::chrono::system_clock::now.
-using CredentialClock = std::function<std::chrono::system_clock::time_point()>;
+// A token must fit in an HTTP header: a control character (CR and LF above all: header
+// injection) is refused, as Go's net/http refuses such a header value. The error says so
+// without quoting the token.
+Result<Ok> checkBearerToken(std::string_view token);
 
 // A token fixed in the kubeconfig. invalidate() has nothing to refresh.
 class StaticTokenProvider final : public AuthProvider {
  public:
   explicit StaticTokenProvider(std::string token) : token_(std::move(token)) {}
-  Result<Credentials> credentials() override { return Credentials{token_, {}, {}}; }
-  void invalidate() override {}
+  net::awaitable<Result<Credentials>> credentials() override;
+  void invalidate(const Credentials&) override {}
 
  private:
   const std::string token_;
 };
 
-// A token read from a file (kubeconfig `tokenFile`, the in-cluster service-account token),
-// surrounding whitespace trimmed. The file is stat()ed at most once per kStatInterval and re-read
-// when its inode, size or mtime changed, and re-read regardless once the token is kMaxAge old:
-// client-go's cachingTokenSource re-reads every minute, and a rewrite that keeps size and mtime
-// (coarse timestamps) would otherwise go unnoticed. If a re-read fails the previous token is
-// kept (the kubelet may be mid-rotation); with no token to fall back on the error is returned.
-// Thread-safe.
-class TokenFileProvider final : public AuthProvider {
+// The bearer token of one provider with the client certificate of another (a kubeconfig user
+// with a token file and certificate files). 401s are passed to both.
+class CombinedAuthProvider final : public AuthProvider {
  public:
-  static constexpr std::chrono::seconds kStatInterval{1};
-  static constexpr std::chrono::seconds kMaxAge{60};
-  static constexpr size_t kMaxTokenBytes = 1 << 20;
-
-  explicit TokenFileProvider(std::string path, CredentialClock clock = {});
-
-  Result<Credentials> credentials() override;
-  void invalidate() override;
-  const std::string& path() const { return path_; }
+  CombinedAuthProvider(std::shared_ptr<AuthProvider> token,
+                       std::shared_ptr<AuthProvider> certificate)
+      : token_(std::move(token)), certificate_(std::move(certificate)) {}
+  net::awaitable<Result<Credentials>> credentials() override;
+  void invalidate(const Credentials& used) override;
 
  private:
-  struct FileIdentity {
-    dev_t device = 0;
-    ino_t inode = 0;
-    off_t size = 0;
-    int64_t mtimeNanos = 0;
-    bool operator==(const FileIdentity&) const = default;
-  };
-  struct ReadToken {
-    std::string token;
-    FileIdentity identity;
-  };
-  Result<ReadToken> readTokenFile() const;
-
-  const std::string path_;
-  const CredentialClock clock_;
-  std::mutex mu_;
-  bool haveToken_ = false;  // guarded by mu_, as are the fields below
-  std::string token_;
-  FileIdentity identity_;
-  std::chrono::system_clock::time_point lastStat_;
-  std::chrono::system_clock::time_point lastRead_;
+  const std::shared_ptr<AuthProvider> token_;
+  const std::shared_ptr<AuthProvider> certificate_;
 };
 
 }  // namespace egress::kube

@@ -2,24 +2,27 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <utility>
 #include <variant>
 
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <spdlog/spdlog.h>
 
 #include "pkg/apis/meta/time.h"
 #include "pkg/kube/base64.h"
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+#include "pkg/kube/child_process.h"
+#include "pkg/kube/config_util.h"
 
 extern char** environ;
 
@@ -29,210 +32,6 @@ namespace {
 constexpr size_t kMaxStdoutBytes = 4 << 20;
 constexpr size_t kMaxStderrBytes = 64 << 10;
 constexpr std::string_view kExecInfoEnv = "KUBERNETES_EXEC_INFO";
-
-std::string inQuotes(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
-}
-
-std::string trimSpace(std::string_view s) {
-  const auto isSpace = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-  };
-  while (!s.empty() && isSpace(s.back())) {
-    s.remove_suffix(1);
-  }
-  while (!s.empty() && isSpace(s.front())) {
-    s.remove_prefix(1);
-  }
-  return std::string(s);
-}
-
-// Closes on scope exit; the child's ends must be closed in the parent before reading, or EOF
-// never comes.
-class FileDescriptor {
- public:
-  FileDescriptor() = default;
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  ~FileDescriptor() { reset(); }
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-struct Pipe {
-  FileDescriptor read;
-  FileDescriptor write;
-};
-
-bool openPipe(Pipe& p) {
-  int fds[2];
-  // Close-on-exec, so neither end leaks into this or any other child; dup2 onto the child's
-  // stdout/stderr clears the flag on the copies it needs.
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return false;
-  }
-  p.read.reset(fds[0]);
-  p.write.reset(fds[1]);
-  return ::fcntl(p.read.get(), F_SETFL, O_NONBLOCK) == 0;
-}
-
-struct ProcessOutput {
-  std::string out;
-  std::string err;
-  int waitStatus = 0;
-  bool timedOut = false;
-  bool outTooLarge = false;
-};
-
-// The spawn resources, released however runProcess returns.
-struct SpawnSetup {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  SpawnSetup() {
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
-  }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
-};
-
-// Reads what is available without blocking; closes the descriptor at EOF. Bytes beyond `limit`
-// are dropped and reported through `overflow`.
-void drain(FileDescriptor& fd, std::string& into, size_t limit, bool& overflow) {
-  char buf[16384];
-  while (fd.get() >= 0) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n > 0) {
-      const size_t room = limit > into.size() ? limit - into.size() : 0;
-      into.append(buf, std::min(room, static_cast<size_t>(n)));
-      if (static_cast<size_t>(n) > room) {
-        overflow = true;
-      }
-      continue;
-    }
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      return;
-    }
-    fd.reset();  // EOF or a read error: either way nothing more will come
-  }
-}
-
-void killGroup(pid_t pid) {
-  // The child leads its own process group, so helpers it started die with it.
-  ::kill(-pid, SIGKILL);
-  ::kill(pid, SIGKILL);
-}
-
-// Runs argv[0] (PATH lookup as execvp does) with `env`, stdin from /dev/null, and collects
-// stdout and stderr until it exits or `timeout` passes (then the process group is killed).
-// Returns an errno value if the process could not be started.
-std::variant<ProcessOutput, int> runProcess(const std::vector<std::string>& argv,
-                                            const std::vector<std::string>& env,
-                                            std::chrono::milliseconds timeout) {
-  Pipe out;
-  Pipe err;
-  if (!openPipe(out) || !openPipe(err)) {
-    return errno;
-  }
-  SpawnSetup setup;
-  posix_spawn_file_actions_addopen(&setup.actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&setup.actions, out.write.get(), 1);
-  posix_spawn_file_actions_adddup2(&setup.actions, err.write.get(), 2);
-  // Undo whatever signal setup the operator has (blocked SIGTERM for a signal thread, ignored
-  // SIGPIPE): the plugin should start like it would from a shell.
-  sigset_t all;
-  sigset_t none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&setup.attr, &all);
-  posix_spawnattr_setsigmask(&setup.attr, &none);
-  posix_spawnattr_setpgroup(&setup.attr, 0);
-  posix_spawnattr_setflags(&setup.attr,
-                           POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
-
-  std::vector<char*> cargv;
-  for (const auto& a : argv) {
-    cargv.push_back(const_cast<char*>(a.c_str()));
-  }
-  cargv.push_back(nullptr);
-  std::vector<char*> cenv;
-  for (const auto& e : env) {
-    cenv.push_back(const_cast<char*>(e.c_str()));
-  }
-  cenv.push_back(nullptr);
-
-  pid_t pid = 0;
-  const int rc =
-      ::posix_spawnp(&pid, cargv[0], &setup.actions, &setup.attr, cargv.data(), cenv.data());
-  if (rc != 0) {
-    return rc;
-  }
-  out.write.reset();
-  err.write.reset();
-
-  ProcessOutput result;
-  bool errOverflow = false;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    int status = 0;
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid || (w < 0 && errno == ECHILD)) {
-      // Exited (ECHILD: someone set SIGCHLD to SIG_IGN and the kernel reaped it; judge the
-      // output alone). Whatever it wrote is in the pipes; a grandchild that inherited them may
-      // keep them open, so take what is there rather than waiting for EOF.
-      result.waitStatus = w == pid ? status : 0;
-      drain(out.read, result.out, kMaxStdoutBytes, result.outTooLarge);
-      drain(err.read, result.err, kMaxStderrBytes, errOverflow);
-      break;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline || result.outTooLarge) {
-      killGroup(pid);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      result.timedOut = !result.outTooLarge;
-      result.waitStatus = status;
-      break;
-    }
-    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    // Wake up now and then even without output, to notice an exit with the pipes still open.
-    const int waitMs = static_cast<int>(std::clamp<int64_t>(remaining.count(), 1, 50));
-    pollfd fds[2];
-    nfds_t n = 0;
-    for (int fd : {out.read.get(), err.read.get()}) {
-      if (fd >= 0) {
-        fds[n++] = pollfd{fd, POLLIN, 0};
-      }
-    }
-    if (n == 0) {
-      // Both pipes closed but the process is still running: wait for the exit.
-      const timespec pause{0, static_cast<long>(std::min(waitMs, 10)) * 1'000'000};
-      ::nanosleep(&pause, nullptr);
-      continue;
-    }
-    if (::poll(fds, n, waitMs) > 0) {
-      drain(out.read, result.out, kMaxStdoutBytes, result.outTooLarge);
-      drain(err.read, result.err, kMaxStderrBytes, errOverflow);
-    }
-  }
-  return result;
-}
 
 // Our environment, plus the kubeconfig's env entries and KUBERNETES_EXEC_INFO replacing any
 // variables of the same name (a later kubeconfig entry wins over an earlier one, as with Go's
@@ -265,16 +64,6 @@ std::vector<std::string> pluginEnvironment(const ExecConfig& config, const std::
     env.push_back(name + "=" + value);
   }
   return env;
-}
-
-std::string describeExit(int waitStatus) {
-  if (WIFEXITED(waitStatus)) {
-    return "exit status " + std::to_string(WEXITSTATUS(waitStatus));
-  }
-  if (WIFSIGNALED(waitStatus)) {
-    return "killed by signal " + std::to_string(WTERMSIG(waitStatus));
-  }
-  return "wait status " + std::to_string(waitStatus);
 }
 
 }  // namespace
@@ -423,9 +212,221 @@ Result<ExecCredentialStatus> parseExecCredential(std::string_view json,
   return std::move(*status);
 }
 
-ExecCredentialProvider::ExecCredentialProvider(ExecConfig config, ExecClusterInfo cluster,
-                                               ExecOptions options)
-    : config_(std::move(config)), cluster_(std::move(cluster)), options_(std::move(options)) {}
+namespace {
+
+// A caller waiting for a run, resumed on its own executor.
+struct RunWaiter {
+  net::any_io_executor executor;
+  net::any_completion_handler<void()> handler;
+};
+
+}  // namespace
+
+// One plugin run and the callers waiting for it. Guarded by State::mu.
+struct ExecCredentialProvider::PluginRun {
+  std::optional<Result<Credentials>> result;
+  std::vector<RunWaiter> waiters;
+};
+
+// Everything a run needs, shared with the run so it may outlive the provider (the RestClient
+// can be destroyed while a plugin is still running).
+struct ExecCredentialProvider::State {
+  State(ExecConfig c, ExecClusterInfo cl, ExecOptions o)
+      : config(std::move(c)), cluster(std::move(cl)), options(std::move(o)) {}
+  const ExecConfig config;
+  const ExecClusterInfo cluster;
+  const ExecOptions options;
+
+  std::mutex mu;  // guards everything below
+  std::optional<Credentials> cached;
+  std::optional<std::chrono::system_clock::time_point> expiration;
+  // The last run's error, returned without running the plugin again until retryAt.
+  std::optional<Error> failure;
+  std::chrono::system_clock::time_point failedAt;
+  std::chrono::system_clock::time_point retryAt;
+  std::chrono::seconds backoff{0};
+  std::shared_ptr<PluginRun> inflight;
+};
+
+namespace {
+
+using State = ExecCredentialProvider::State;
+using PluginRun = ExecCredentialProvider::PluginRun;
+
+void completeWaiters(std::vector<RunWaiter> waiters) {
+  for (auto& waiter : waiters) {
+    net::post(waiter.executor,
+              [handler = std::move(waiter.handler)]() mutable { std::move(handler)(); });
+  }
+}
+
+// Completes when `run` has a result; the handler is registered under the lock that also guards
+// the result, so a run that finishes meanwhile cannot be missed.
+template <class CompletionToken>
+auto waitForRun(std::shared_ptr<State> state, std::shared_ptr<PluginRun> run,
+                CompletionToken&& token) {
+  return net::async_initiate<CompletionToken, void()>(
+      [](auto handler, const std::shared_ptr<State>& s, const std::shared_ptr<PluginRun>& r) {
+        net::any_io_executor executor = net::get_associated_executor(handler);
+        RunWaiter waiter{std::move(executor), std::move(handler)};
+        std::unique_lock lock(s->mu);
+        if (!r->result) {
+          r->waiters.push_back(std::move(waiter));
+          return;
+        }
+        lock.unlock();
+        std::vector<RunWaiter> now;
+        now.push_back(std::move(waiter));
+        completeWaiters(std::move(now));
+      },
+      token, std::move(state), std::move(run));
+}
+
+// Publishes a run's outcome: caches it, schedules the retry of a failure, wakes the waiters. If
+// the run's coroutine is destroyed first (its io_context went away, or it threw), the waiters
+// get an error instead of waiting forever.
+class RunOutcome {
+ public:
+  RunOutcome(std::shared_ptr<State> state, std::shared_ptr<PluginRun> run)
+      : state_(std::move(state)), run_(std::move(run)) {}
+  RunOutcome(const RunOutcome&) = delete;
+  RunOutcome& operator=(const RunOutcome&) = delete;
+  ~RunOutcome() {
+    if (run_) {
+      publish(Error::config("exec plugin " + inQuotes(state_->config.command) +
+                            ": the run was abandoned before it finished"));
+    }
+  }
+
+  void publish(Result<ExecCredentialStatus> status) {
+    State& s = *state_;
+    std::vector<RunWaiter> waiters;
+    {
+      std::lock_guard lock(s.mu);
+      if (status) {
+        s.cached = Credentials{status->token, status->clientCertPem, status->clientKeyPem};
+        s.expiration = status->expiration;
+        s.failure.reset();
+        s.backoff = std::chrono::seconds(0);
+        run_->result = *s.cached;
+      } else {
+        // Exponential and capped, so a hanging or broken plugin is not run for every request,
+        // and a fixed one is picked up within kMaxBackoff.
+        s.backoff = s.backoff.count() == 0
+                        ? ExecCredentialProvider::kInitialBackoff
+                        : std::min(s.backoff * 2, ExecCredentialProvider::kMaxBackoff);
+        s.failure = status.error();
+        s.failedAt = s.options.clock();
+        s.retryAt = s.failedAt + s.backoff;
+        run_->result = status.error();
+      }
+      s.inflight.reset();
+      waiters.swap(run_->waiters);
+    }
+    run_.reset();
+    completeWaiters(std::move(waiters));
+  }
+
+ private:
+  std::shared_ptr<State> state_;
+  std::shared_ptr<PluginRun> run_;
+};
+
+Result<ExecCredentialStatus> interpret(const State& s, std::variant<ChildProcessResult, int> ran) {
+  const std::string who = "exec plugin " + inQuotes(s.config.command);
+  if (const int* errnum = std::get_if<int>(&ran)) {
+    std::string msg = *errnum == ENOENT && s.config.command.find('/') == std::string::npos
+                          ? who + ": executable not found in PATH"
+                          : who + ": cannot run: " + std::strerror(*errnum);
+    if (*errnum == ENOENT && !s.config.installHint.empty()) {
+      msg += "\n" + trimSpace(s.config.installHint);
+    }
+    return Error::config(msg);
+  }
+  const auto& out = std::get<ChildProcessResult>(ran);
+  // client-go hands the plugin our stderr. Ours carries the log (maybe JSON lines), so the
+  // plugin's goes there as one log entry per run instead, and not into every error message.
+  const std::string stderrText = trimSpace(out.err);
+  if (!stderrText.empty()) {
+    spdlog::warn("{} wrote to stderr: {}", who, stderrText);
+  }
+  const std::string seeLog = stderrText.empty() ? "" : " (its stderr is in the log)";
+  if (out.timedOut) {
+    return Error::config(who + ": timed out after " + std::to_string(s.options.timeout.count()) +
+                         "ms and was killed" + seeLog);
+  }
+  if (out.outTooLarge) {
+    return Error::config(who + ": wrote more than " + std::to_string(kMaxStdoutBytes) +
+                         " bytes to stdout" + seeLog);
+  }
+  // An unknown status (someone else reaped it) is judged by its output alone.
+  if (out.waitStatus && (!WIFEXITED(*out.waitStatus) || WEXITSTATUS(*out.waitStatus) != 0)) {
+    return Error::config(who + " failed: " + describeWaitStatus(*out.waitStatus) + seeLog);
+  }
+  std::string why;
+  auto parsed = parseExecCredentialStatus(out.out, s.config.apiVersion, why);
+  if (!parsed) {
+    return Error::config(who + ": " + why + seeLog);
+  }
+  if (auto valid = checkBearerToken(parsed->token); !valid) {
+    return Error::config(who + ": status.token: " + configDetail(valid.error()));
+  }
+  return std::move(*parsed);
+}
+
+// Spawned once per run on a strand of the first caller's executor; owns nothing but shared
+// state, so it may outlive the provider.
+net::awaitable<void> runPlugin(std::shared_ptr<State> state, std::shared_ptr<PluginRun> run) {
+  RunOutcome outcome(state, std::move(run));
+  ChildProcessOptions options;
+  options.argv.push_back(state->config.command);
+  options.argv.insert(options.argv.end(), state->config.args.begin(), state->config.args.end());
+  options.env =
+      pluginEnvironment(state->config, execCredentialRequest(state->config, state->cluster));
+  options.timeout = state->options.timeout;
+  options.maxStdoutBytes = kMaxStdoutBytes;
+  options.maxStderrBytes = kMaxStderrBytes;
+  auto ran = co_await runChildProcess(std::move(options));
+  outcome.publish(interpret(*state, std::move(ran)));
+}
+
+net::awaitable<Result<Credentials>> awaitCredentials(std::shared_ptr<State> s) {
+  std::shared_ptr<PluginRun> run;
+  std::optional<Result<Credentials>> immediate;
+  bool start = false;
+  {
+    std::lock_guard lock(s->mu);
+    const auto now = s->options.clock();
+    if (s->cached && (!s->expiration || now < *s->expiration)) {
+      immediate = *s->cached;
+    } else if (!s->inflight && s->failure && now >= s->failedAt && now < s->retryAt) {
+      immediate = *s->failure;  // a clock stepped back counts as due
+    } else {
+      if (!s->inflight) {
+        s->inflight = std::make_shared<PluginRun>();
+        start = true;
+      }
+      run = s->inflight;
+    }
+  }
+  if (immediate) {
+    co_return std::move(*immediate);
+  }
+  if (start) {
+    const auto executor = co_await net::this_coro::executor;
+    net::co_spawn(net::make_strand(executor), runPlugin(s, run), net::detached);
+  }
+  co_await waitForRun(s, run, net::use_awaitable);
+  std::lock_guard lock(s->mu);
+  co_return *run->result;
+}
+
+}  // namespace
+
+ExecCredentialProvider::ExecCredentialProvider(std::shared_ptr<State> state)
+    : state_(std::move(state)) {}
+
+ExecCredentialProvider::~ExecCredentialProvider() = default;
 
 Result<std::shared_ptr<ExecCredentialProvider>> ExecCredentialProvider::create(
     ExecConfig config, ExecClusterInfo cluster, ExecOptions options) {
@@ -435,66 +436,28 @@ Result<std::shared_ptr<ExecCredentialProvider>> ExecCredentialProvider::create(
   if (!options.clock) {
     options.clock = &std::chrono::system_clock::now;
   }
-  return std::shared_ptr<ExecCredentialProvider>(
-      new ExecCredentialProvider(std::move(config), std::move(cluster), std::move(options)));
+  return std::shared_ptr<ExecCredentialProvider>(new ExecCredentialProvider(
+      std::make_shared<State>(std::move(config), std::move(cluster), std::move(options))));
 }
 
-Result<ExecCredentialStatus> ExecCredentialProvider::runPlugin() const {
-  const std::string who = "exec plugin " + inQuotes(config_.command);
-  std::vector<std::string> argv{config_.command};
-  argv.insert(argv.end(), config_.args.begin(), config_.args.end());
-  const auto env = pluginEnvironment(config_, execCredentialRequest(config_, cluster_));
-  auto ran = runProcess(argv, env, options_.timeout);
-  if (const int* errnum = std::get_if<int>(&ran)) {
-    std::string msg = *errnum == ENOENT && config_.command.find('/') == std::string::npos
-                          ? who + ": executable not found in PATH"
-                          : who + ": cannot run: " + std::strerror(*errnum);
-    if (*errnum == ENOENT && !config_.installHint.empty()) {
-      msg += "\n" + trimSpace(config_.installHint);
-    }
-    return Error::config(msg);
-  }
-  const auto& out = std::get<ProcessOutput>(ran);
-  const std::string stderrText = trimSpace(out.err);
-  const std::string stderrSuffix = stderrText.empty() ? "" : "; stderr: " + stderrText;
-  if (out.timedOut) {
-    return Error::config(who + ": timed out after " + std::to_string(options_.timeout.count()) +
-                         "ms and was killed" + stderrSuffix);
-  }
-  if (out.outTooLarge) {
-    return Error::config(who + ": wrote more than " + std::to_string(kMaxStdoutBytes) +
-                         " bytes to stdout" + stderrSuffix);
-  }
-  if (!WIFEXITED(out.waitStatus) || WEXITSTATUS(out.waitStatus) != 0) {
-    return Error::config(who + " failed: " + describeExit(out.waitStatus) + stderrSuffix);
-  }
-  std::string why;
-  auto parsed = parseExecCredentialStatus(out.out, config_.apiVersion, why);
-  if (!parsed) {
-    return Error::config(who + ": " + why + stderrSuffix);
-  }
-  return std::move(*parsed);
+const ExecConfig& ExecCredentialProvider::config() const {
+  return state_->config;
 }
 
-Result<Credentials> ExecCredentialProvider::credentials() {
-  std::lock_guard lock(mu_);
-  if (cached_ && (!expiration_ || options_.clock() < *expiration_)) {
-    return *cached_;
-  }
-  cached_.reset();
-  auto status = runPlugin();
-  if (!status) {
-    return status.error();
-  }
-  cached_ = Credentials{status->token, status->clientCertPem, status->clientKeyPem};
-  expiration_ = status->expiration;
-  return *cached_;
+net::awaitable<Result<Credentials>> ExecCredentialProvider::credentials() {
+  // The work happens in a free function on shared state: a member coroutine can lose `this`
+  // under g++ 12, and the run must not depend on the provider staying alive.
+  std::shared_ptr<State> state = state_;
+  co_return co_await awaitCredentials(std::move(state));
 }
 
-void ExecCredentialProvider::invalidate() {
-  std::lock_guard lock(mu_);
-  cached_.reset();
-  expiration_.reset();
+void ExecCredentialProvider::invalidate(const Credentials& used) {
+  std::lock_guard lock(state_->mu);
+  // Only if nobody refreshed since `used` was handed out (client-go's maybeRefreshCreds).
+  if (state_->cached && *state_->cached == used) {
+    state_->cached.reset();
+    state_->expiration.reset();
+  }
 }
 
 }  // namespace egress::kube

@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,28 +80,31 @@ Result<ExecCredentialStatus> parseExecCredential(std::string_view json,
                                                  std::string_view apiVersion);
 
 // Runs the plugin on first use and whenever the cached credential has expired or was
-// invalidated. The plugin runs under a lock: concurrent callers wait for one run rather than
-// starting several. Thread-safe.
+// invalidated, as a child process awaited on the caller's io_context (never blocking it).
+// Concurrent callers share one run. A failed run is cached and returned, without running the
+// plugin again, for an exponential backoff (kInitialBackoff doubling up to kMaxBackoff), so a
+// broken or hanging plugin does not run for every request. The plugin's stderr is logged once
+// per run. Thread-safe.
 class ExecCredentialProvider final : public AuthProvider {
  public:
+  static constexpr std::chrono::seconds kInitialBackoff{1};
+  static constexpr std::chrono::seconds kMaxBackoff{60};
+
   static Result<std::shared_ptr<ExecCredentialProvider>> create(ExecConfig config,
                                                                 ExecClusterInfo cluster,
                                                                 ExecOptions options = {});
+  ~ExecCredentialProvider() override;
 
-  Result<Credentials> credentials() override;
-  void invalidate() override;
-  const ExecConfig& config() const { return config_; }
+  net::awaitable<Result<Credentials>> credentials() override;
+  void invalidate(const Credentials& used) override;
+  const ExecConfig& config() const;
+
+  struct State;
+  struct PluginRun;
 
  private:
-  ExecCredentialProvider(ExecConfig config, ExecClusterInfo cluster, ExecOptions options);
-  Result<ExecCredentialStatus> runPlugin() const;
-
-  const ExecConfig config_;
-  const ExecClusterInfo cluster_;
-  const ExecOptions options_;
-  std::mutex mu_;
-  std::optional<Credentials> cached_;  // guarded by mu_, as is expiration_
-  std::optional<std::chrono::system_clock::time_point> expiration_;
+  explicit ExecCredentialProvider(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace egress::kube

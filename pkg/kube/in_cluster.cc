@@ -1,54 +1,26 @@
 #include "pkg/kube/in_cluster.h"
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <optional>
 
-#include <fcntl.h>
-#include <unistd.h>
+#include "pkg/kube/config_util.h"
 
 namespace egress::kube {
 namespace {
 
 constexpr size_t kMaxFileBytes = 4 << 20;
 
-std::string trimSpace(const std::string& s) {
-  const char* kSpace = " \t\r\n\v\f";
-  const size_t begin = s.find_first_not_of(kSpace);
-  if (begin == std::string::npos) {
-    return {};
-  }
-  return s.substr(begin, s.find_last_not_of(kSpace) - begin + 1);
-}
-
 // The file's contents; nullopt if it does not exist; an error if it exists but cannot be read.
 Result<std::optional<std::string>> readOptionalFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) {
-      return std::optional<std::string>();
-    }
-    return Error::config("in-cluster config: " + path + ": " + std::strerror(errno));
+  auto read = readBoundedFile(path, kMaxFileBytes, FileKind::Any);
+  if (!read) {
+    return Error::config("in-cluster config: " + configDetail(read.error()));
   }
-  std::string data;
-  char buf[16384];
-  ssize_t n = 0;
-  while ((n = ::read(fd, buf, sizeof buf)) != 0) {
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0 || data.size() + static_cast<size_t>(n) > kMaxFileBytes) {
-      const std::string why =
-          n < 0 ? std::strerror(errno) : "larger than " + std::to_string(kMaxFileBytes) + " bytes";
-      ::close(fd);
-      return Error::config("in-cluster config: " + path + ": " + why);
-    }
-    data.append(buf, static_cast<size_t>(n));
+  if (!*read) {
+    return std::optional<std::string>();
   }
-  ::close(fd);
-  return std::optional<std::string>(std::move(data));
+  return std::optional<std::string>(std::move((*read)->data));
 }
 
 }  // namespace
@@ -70,7 +42,7 @@ Result<RestConfig> inClusterConfig(const InClusterOptions& options) {
   const std::string dir = options.serviceAccountDir;
   auto provider = std::make_shared<TokenFileProvider>(dir + "/token", options.clock);
   // Read now, so a pod without a mounted token fails at startup rather than on first request.
-  if (auto first = provider->credentials(); !first) {
+  if (auto first = provider->current(); !first) {
     return first.error();
   }
   config.auth = std::move(provider);

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "pkg/kube/auth_provider.h"
 #include "pkg/kube/errors.h"
+#include "pkg/kube/file_credentials.h"
 #include "pkg/kube/rest_config.h"
 
 namespace egress::kube {

@@ -262,15 +262,19 @@ net::awaitable<Result<Ok>> RestClient::waitForToken(const std::string& verb) {
   co_return Ok{};
 }
 
-Result<Ok> RestClient::addCredentials(HttpRequest& request) {
+net::awaitable<Result<Credentials>> RestClient::addCredentials(HttpRequest& request) {
   if (!config_.auth) {
-    return Ok{};
+    co_return Credentials{};
   }
-  auto creds = config_.auth->credentials();
+  auto creds = co_await config_.auth->credentials();
   if (!creds) {
-    return creds.error();
+    co_return creds.error();
   }
   if (!creds->bearerToken.empty()) {
+    // The providers check their tokens; this covers any other AuthProvider too.
+    if (auto valid = checkBearerToken(creds->bearerToken); !valid) {
+      co_return valid.error();
+    }
     request.headers.emplace_back("Authorization", "Bearer " + creds->bearerToken);
   }
   // A static certificate wins over a plugin's (client-go); otherwise follow the plugin's.
@@ -278,11 +282,11 @@ Result<Ok> RestClient::addCredentials(HttpRequest& request) {
       creds->clientCertPem != activeClientCert_) {
     if (auto set = transport_->setClientCertificate(creds->clientCertPem, creds->clientKeyPem);
         !set) {
-      return set.error();
+      co_return set.error();
     }
     activeClientCert_ = creds->clientCertPem;
   }
-  return Ok{};
+  co_return creds;
 }
 
 net::awaitable<Result<HttpResponse>> RestClient::send(Call call) {
@@ -300,7 +304,8 @@ net::awaitable<Result<HttpResponse>> RestClient::send(Call call) {
     if (!call.contentType.empty()) {
       request.headers.emplace_back("Content-Type", call.contentType);
     }
-    if (auto creds = addCredentials(request); !creds) {
+    auto creds = co_await addCredentials(request);
+    if (!creds) {
       co_return creds.error();
     }
     const auto start = std::chrono::steady_clock::now();
@@ -321,7 +326,7 @@ net::awaitable<Result<HttpResponse>> RestClient::send(Call call) {
     if (err.isUnauthorized() && config_.auth && !refreshedCredentials) {
       // Rotated token or expired plugin credential: refresh once, as client-go's exec
       // authenticator does on 401.
-      config_.auth->invalidate();
+      config_.auth->invalidate(*creds);
       refreshedCredentials = true;
       continue;
     }
@@ -472,7 +477,8 @@ net::awaitable<Result<std::unique_ptr<WatchStream>>> RestClient::watch(Resource 
     request.target = resourcePath(r, ns, "", "") + listQuery(opts, true);
     request.headers.emplace_back("User-Agent", userAgent_);
     request.headers.emplace_back("Accept", "application/json");
-    if (auto creds = addCredentials(request); !creds) {
+    auto creds = co_await addCredentials(request);
+    if (!creds) {
       co_return creds.error();
     }
     const auto start = std::chrono::steady_clock::now();
@@ -508,7 +514,7 @@ net::awaitable<Result<std::unique_ptr<WatchStream>>> RestClient::watch(Resource 
     (*stream)->close();
     Error err = apiError(res);
     if (err.isUnauthorized() && config_.auth && !refreshedCredentials) {
-      config_.auth->invalidate();
+      config_.auth->invalidate(*creds);
       refreshedCredentials = true;
       continue;
     }

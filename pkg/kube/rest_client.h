@@ -191,7 +191,8 @@ class RestClient {
   net::awaitable<Result<HttpResponse>> send(Call call);
   net::awaitable<Result<rapidjson::Document>> sendJson(Call call);
   net::awaitable<Result<Ok>> waitForToken(const std::string& verb);
-  Result<Ok> addCredentials(HttpRequest& request);
+  // Adds the provider's credentials to `request`; returns them, for invalidate() after a 401.
+  net::awaitable<Result<Credentials>> addCredentials(HttpRequest& request);
   net::awaitable<void> sleep(std::chrono::milliseconds d);
 
   net::any_io_executor executor_;

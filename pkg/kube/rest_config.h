@@ -20,8 +20,12 @@ struct RestConfig {
   std::string caPem;
   bool insecureSkipTlsVerify = false;
   std::string tlsServerName;  // overrides the host for SNI and certificate verification
+  // "http(s)://host:port" of the proxy to tunnel through with CONNECT (kubeconfig proxy-url);
+  // "" = HTTPS_PROXY / NO_PROXY from the environment, as Go's ProxyFromEnvironment.
+  std::string proxyUrl;
   // Static client certificate (PEM), may be "". As in client-go, a static certificate takes
-  // precedence over one an exec plugin returns in Credentials.
+  // precedence over one an AuthProvider returns in Credentials (certificate files that rotate
+  // are served by a provider and leave these empty).
   std::string clientCertPem;
   std::string clientKeyPem;
   std::shared_ptr<AuthProvider> auth;  // null = no bearer token / exec plugin

@@ -12,7 +12,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "pkg/kube/kubeconfig.h"
+#include "pkg/kube/config_discovery.h"
 #include "pkg/kube/rest_client.h"
 
 namespace egress::bench {

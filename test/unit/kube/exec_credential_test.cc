@@ -4,15 +4,26 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "pkg/apis/meta/time.h"
+#include "test/testutil/run_sync.h"
 #include "test/testutil/temp_dir.h"
+#include "test/unit/kube/sync_credentials.h"
+#include <signal.h>
 #include <stdlib.h>
 
 namespace egress::kube {
@@ -21,6 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::system_clock;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -98,7 +110,7 @@ EOF
   c.env.push_back({"GREETING", "hello world"});  // the later entry wins
   ::setenv("EXEC_TEST_PARENT", "inherited", 1);
   auto p = provider(c);
-  auto creds = p->credentials();
+  auto creds = syncCredentials(*p);
   ::unsetenv("EXEC_TEST_PARENT");
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "abc");
@@ -112,27 +124,27 @@ EOF
 
 TEST_F(ExecCredentialTest, CachesUntilExpiryThenRuns) {
   auto p = provider(config(script("plugin.sh", kCountingPlugin)));
-  auto first = p->credentials();
+  auto first = syncCredentials(*p);
   ASSERT_TRUE(first) << first.error().message();
   EXPECT_EQ(first->bearerToken, "token-1");
   now_ = at(9, 59, 59);
-  EXPECT_EQ(p->credentials()->bearerToken, "token-1");
-  EXPECT_EQ(p->credentials()->bearerToken, "token-1");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-1");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-1");
   EXPECT_EQ(runs(), 1);
   now_ = at(10, 0, 0);  // expired
-  EXPECT_EQ(p->credentials()->bearerToken, "token-2");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-2");
   EXPECT_EQ(runs(), 2);
   // The new credential carries the same (now past) expiry, so every call runs the plugin.
-  EXPECT_EQ(p->credentials()->bearerToken, "token-3");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-3");
 }
 
 TEST_F(ExecCredentialTest, InvalidateForcesARun) {
   auto p = provider(config(script("plugin.sh", kCountingPlugin)));
-  EXPECT_EQ(p->credentials()->bearerToken, "token-1");
-  EXPECT_EQ(p->credentials()->bearerToken, "token-1");
-  p->invalidate();
-  EXPECT_EQ(p->credentials()->bearerToken, "token-2");
-  EXPECT_EQ(p->credentials()->bearerToken, "token-2");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-1");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-1");
+  p->invalidate(*syncCredentials(*p));
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-2");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-2");
   EXPECT_EQ(runs(), 2);
 }
 
@@ -141,12 +153,12 @@ TEST_F(ExecCredentialTest, NoExpiryCachesUntilInvalidated) {
 {"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"forever"}}
 EOF
 )")));
-  EXPECT_EQ(p->credentials()->bearerToken, "forever");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "forever");
   now_ = at(23, 0, 0);
-  EXPECT_EQ(p->credentials()->bearerToken, "forever");
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "forever");
   EXPECT_EQ(runs(), 1);
-  p->invalidate();
-  EXPECT_EQ(p->credentials()->bearerToken, "forever");
+  p->invalidate(*syncCredentials(*p));
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "forever");
   EXPECT_EQ(runs(), 2);
 }
 
@@ -154,7 +166,7 @@ TEST_F(ExecCredentialTest, ConcurrentCallersShareOneRun) {
   auto p = provider(config(script("plugin.sh", std::string("sleep 0.2\n") + kCountingPlugin)));
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&] { EXPECT_EQ(p->credentials()->bearerToken, "token-1"); });
+    threads.emplace_back([&] { EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-1"); });
   }
   for (auto& t : threads) {
     t.join();
@@ -169,11 +181,23 @@ TEST_F(ExecCredentialTest, ReturnsClientCertificate) {
  "clientKeyData":"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"}}
 EOF
 )")));
-  auto creds = p->credentials();
+  auto creds = syncCredentials(*p);
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "");
   EXPECT_EQ(creds->clientCertPem, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
   EXPECT_EQ(creds->clientKeyPem, "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n");
+}
+
+TEST_F(ExecCredentialTest, TokenWithALineBreakIsRefused) {
+  const std::string command = script("plugin.sh", R"(cat <<'EOF'
+{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
+ "status":{"token":"abc\r\nX-Injected: yes"}}
+EOF
+)");
+  auto creds = syncCredentials(*provider(config(command)));
+  ASSERT_FALSE(creds);
+  EXPECT_THAT(creds.error().message(), HasSubstr(command));
+  EXPECT_THAT(creds.error().message(), HasSubstr("control character"));
 }
 
 TEST_F(ExecCredentialTest, AcceptsV1Beta1) {
@@ -182,25 +206,18 @@ TEST_F(ExecCredentialTest, AcceptsV1Beta1) {
 EOF
 )"));
   c.apiVersion = std::string(kExecApiVersionV1Beta1);
-  auto creds = provider(c)->credentials();
+  auto creds = syncCredentials(*provider(c));
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "beta");
 }
 
-TEST_F(ExecCredentialTest, FailingPluginReportsCommandAndStderr) {
-  const std::string command = script("plugin.sh", R"(echo "  error: you must log in first  " >&2
-exit 3
-)");
-  auto p = provider(config(command));
-  auto creds = p->credentials();
+TEST_F(ExecCredentialTest, FailingPluginReportsCommandAndExitStatus) {
+  const std::string command = script("plugin.sh", "exit 3\n");
+  auto creds = syncCredentials(*provider(config(command)));
   ASSERT_FALSE(creds);
   EXPECT_EQ(creds.error().kind(), Error::Kind::Config);
   EXPECT_THAT(creds.error().message(), HasSubstr(command));
   EXPECT_THAT(creds.error().message(), HasSubstr("exit status 3"));
-  EXPECT_THAT(creds.error().message(), HasSubstr("stderr: error: you must log in first"));
-  // Failures are not cached: the next call runs the plugin again.
-  EXPECT_FALSE(p->credentials());
-  EXPECT_EQ(runs(), 2);
 }
 
 TEST_F(ExecCredentialTest, RejectsWrongApiVersion) {
@@ -208,7 +225,7 @@ TEST_F(ExecCredentialTest, RejectsWrongApiVersion) {
 {"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"t"}}
 EOF
 )");
-  auto creds = provider(config(command))->credentials();
+  auto creds = syncCredentials(*provider(config(command)));
   ASSERT_FALSE(creds);
   EXPECT_THAT(creds.error().message(), HasSubstr(command));
   EXPECT_THAT(creds.error().message(), HasSubstr("client.authentication.k8s.io/v1beta1"));
@@ -218,11 +235,10 @@ EOF
 TEST_F(ExecCredentialTest, TimeoutKillsThePlugin) {
   const std::string command = script("plugin.sh", "echo started >&2\nsleep 30\necho '{}'\n");
   const auto start = std::chrono::steady_clock::now();
-  auto creds = provider(config(command), std::chrono::milliseconds(300))->credentials();
+  auto creds = syncCredentials(*provider(config(command), std::chrono::milliseconds(300)));
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(creds);
   EXPECT_THAT(creds.error().message(), HasSubstr("timed out after 300ms"));
-  EXPECT_THAT(creds.error().message(), HasSubstr("stderr: started"));
   EXPECT_LT(elapsed, std::chrono::seconds(10));
 }
 
@@ -234,16 +250,188 @@ cat <<EOF
 EOF
 )")));
   const auto start = std::chrono::steady_clock::now();
-  auto creds = p->credentials();
+  auto creds = syncCredentials(*p);
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "t");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
 }
 
+// True once `pid` has exited (gone, or a zombie waiting for whoever adopted it).
+bool processGone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) {
+    return true;
+  }
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
+TEST_F(ExecCredentialTest, PluginRunDoesNotBlockTheIoContext) {
+  auto p = provider(config(script("plugin.sh", std::string("sleep 2\n") + kCountingPlugin)));
+  boost::asio::io_context ioc;
+  int ticks = 0;
+  int ticksWhenDone = -1;
+  bool done = false;
+  boost::asio::steady_timer ticker(ioc);
+  std::function<void()> tick = [&] {
+    ticker.expires_after(std::chrono::milliseconds(20));
+    ticker.async_wait([&](boost::system::error_code ec) {
+      if (!ec && !done) {
+        ++ticks;
+        tick();
+      }
+    });
+  };
+  tick();
+  auto task = [](std::shared_ptr<ExecCredentialProvider> p, int* ticks, int* ticksWhenDone,
+                 bool* done) -> net::awaitable<Result<Credentials>> {
+    auto creds = co_await p->credentials();
+    *ticksWhenDone = *ticks;
+    *done = true;
+    co_return creds;
+  };
+  auto creds = testutil::runSync(ioc, task(p, &ticks, &ticksWhenDone, &done));
+  ASSERT_TRUE(creds) << creds.error().message();
+  EXPECT_EQ(creds->bearerToken, "token-1");
+  // The timer on the same io_context kept firing while the plugin slept.
+  EXPECT_GE(ticksWhenDone, 1);
+}
+
+TEST_F(ExecCredentialTest, ConcurrentCoroutinesShareOneRun) {
+  auto p = provider(config(script("plugin.sh", std::string("sleep 0.5\n") + kCountingPlugin)));
+  boost::asio::io_context ioc;
+  std::vector<std::optional<Result<Credentials>>> results(5);
+  for (auto& r : results) {
+    testutil::spawnInto(ioc, p->credentials(), r);
+  }
+  ioc.run();
+  for (auto& r : results) {
+    ASSERT_TRUE(r.has_value());
+    ASSERT_TRUE(*r) << (*r).error().message();
+    EXPECT_EQ((*r)->bearerToken, "token-1");
+  }
+  EXPECT_EQ(runs(), 1);
+}
+
+TEST_F(ExecCredentialTest, FailingPluginIsNotRerunWithinTheBackoff) {
+  auto p = provider(config(script("plugin.sh", "exit 1\n")));
+  auto first = syncCredentials(*p);
+  ASSERT_FALSE(first);
+  auto again = syncCredentials(*p);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().message(), first.error().message());  // the cached failure
+  EXPECT_EQ(runs(), 1);
+  now_ += ExecCredentialProvider::kInitialBackoff;
+  EXPECT_FALSE(syncCredentials(*p));
+  EXPECT_EQ(runs(), 2);
+  // The wait doubled.
+  now_ += ExecCredentialProvider::kInitialBackoff;
+  EXPECT_FALSE(syncCredentials(*p));
+  EXPECT_EQ(runs(), 2);
+  now_ += ExecCredentialProvider::kInitialBackoff;
+  EXPECT_FALSE(syncCredentials(*p));
+  EXPECT_EQ(runs(), 3);
+}
+
+TEST_F(ExecCredentialTest, BackoffIsCappedAndResetBySuccess) {
+  const std::string fail = dir_ + "/fail";
+  std::ofstream(fail) << "1";
+  auto c = config(
+      script("plugin.sh", "if [ -e \"$FAIL\" ]; then exit 1; fi\n" + std::string(kCountingPlugin)));
+  c.env.push_back({"FAIL", fail});
+  auto p = provider(c);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_FALSE(syncCredentials(*p));
+    now_ += ExecCredentialProvider::kMaxBackoff;
+  }
+  EXPECT_EQ(runs(), 20);  // never waits longer than the cap
+  fs::remove(fail);
+  EXPECT_TRUE(syncCredentials(*p));
+  std::ofstream(fail) << "1";
+  auto used = syncCredentials(*p);
+  ASSERT_TRUE(used);
+  p->invalidate(*used);
+  EXPECT_FALSE(syncCredentials(*p));
+  EXPECT_EQ(runs(), 22);
+  // After a success the next failure waits the initial backoff again, not the cap.
+  now_ += ExecCredentialProvider::kInitialBackoff;
+  EXPECT_FALSE(syncCredentials(*p));
+  EXPECT_EQ(runs(), 23);
+}
+
+TEST_F(ExecCredentialTest, UnauthorizedWithAStaleCredentialDoesNotRerun) {
+  auto p = provider(config(script("plugin.sh", kCountingPlugin)));
+  auto first = syncCredentials(*p);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->bearerToken, "token-1");
+  p->invalidate(*first);  // the first request to get a 401 refreshes
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-2");
+  p->invalidate(*first);  // a second request that carried token-1 does not
+  EXPECT_EQ(syncCredentials(*p)->bearerToken, "token-2");
+  EXPECT_EQ(runs(), 2);
+}
+
+TEST_F(ExecCredentialTest, HangingPluginIsKilledAtTheTimeout) {
+  const std::string pids = dir_ + "/pids";
+  auto c =
+      config(script("plugin.sh", "echo $$ > \"$PIDS\"\nsleep 30 &\necho $! >> \"$PIDS\"\nwait\n"));
+  c.env.push_back({"PIDS", pids});
+  auto creds = syncCredentials(*provider(c, std::chrono::milliseconds(300)));
+  ASSERT_FALSE(creds);
+  EXPECT_THAT(creds.error().message(), HasSubstr("timed out after 300ms"));
+  std::ifstream in(pids);
+  pid_t plugin = 0;
+  pid_t child = 0;
+  in >> plugin >> child;
+  ASSERT_GT(plugin, 0);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(processGone(plugin));  // killed and reaped before credentials() returned
+  // Its helper was in the same process group and got the same SIGKILL; it only has to die.
+  for (int i = 0; i < 500 && !processGone(child); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(processGone(child));
+}
+
+TEST_F(ExecCredentialTest, StderrIsLoggedOnceAndNotInTheError) {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  const std::string command = script("plugin.sh", "echo 'please run: login-xyz' >&2\nexit 3\n");
+  auto p = provider(config(command));
+  auto creds = syncCredentials(*p);
+  auto again = syncCredentials(*p);  // within the backoff: no run, no second log line
+  spdlog::set_default_logger(previous);
+  ASSERT_FALSE(creds);
+  EXPECT_THAT(creds.error().message(), Not(HasSubstr("login-xyz")));
+  ASSERT_FALSE(again);
+  EXPECT_THAT(again.error().message(), Not(HasSubstr("login-xyz")));
+  const std::string text = log.str();
+  const size_t at = text.find("please run: login-xyz");
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_EQ(text.find("please run: login-xyz", at + 1), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr(command));
+}
+
+TEST_F(ExecCredentialTest, ProviderMayGoAwayWhileThePluginRuns) {
+  auto p = provider(config(script("plugin.sh", std::string("sleep 0.3\n") + kCountingPlugin)));
+  boost::asio::io_context ioc;
+  std::optional<Result<Credentials>> result;
+  testutil::spawnInto(ioc, p->credentials(), result);
+  ioc.poll();
+  p.reset();  // the RestClient and its config are gone; the run finishes on shared state
+  ioc.run();
+  ASSERT_TRUE(result.has_value());
+  ASSERT_TRUE(*result) << (*result).error().message();
+  EXPECT_EQ((*result)->bearerToken, "token-1");
+}
+
 TEST_F(ExecCredentialTest, MissingCommandShowsInstallHint) {
   auto c = config("egress-no-such-plugin-xyz");
   c.installHint = "install it with: apt install egress-plugin\n";
-  auto creds = provider(c)->credentials();
+  auto creds = syncCredentials(*provider(c));
   ASSERT_FALSE(creds);
   EXPECT_THAT(creds.error().message(), HasSubstr("\"egress-no-such-plugin-xyz\""));
   EXPECT_THAT(creds.error().message(), HasSubstr("not found in PATH"));

@@ -10,9 +10,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "pkg/kube/auth_provider.h"
+#include "pkg/kube/file_credentials.h"
 #include "test/testutil/scoped_env.h"
 #include "test/testutil/temp_dir.h"
+#include "test/unit/kube/sync_credentials.h"
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -60,11 +61,11 @@ TEST_F(InClusterTest, BuildsConfigFromServiceAccount) {
   EXPECT_EQ(config->defaultNamespace, "egress-system");
   EXPECT_FALSE(config->insecureSkipTlsVerify);
   ASSERT_NE(config->auth, nullptr);
-  EXPECT_EQ(config->auth->credentials()->bearerToken, "sa-token-1");
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "sa-token-1");
   // The token is a rotating file, not a copy.
   replace("token", "sa-token-2\n");
   now += seconds(2);
-  EXPECT_EQ(config->auth->credentials()->bearerToken, "sa-token-2");
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "sa-token-2");
 }
 
 TEST_F(InClusterTest, BracketsIpv6Hosts) {
@@ -117,19 +118,19 @@ TEST_F(TokenFileProviderTest, ReReadsWhenTheFileChanges) {
   const std::string path = write("token", "  first-token \n");
   system_clock::time_point now{};
   TokenFileProvider provider(path, [&] { return now; });
-  auto creds = provider.credentials();
+  auto creds = syncCredentials(provider);
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "first-token");  // whitespace trimmed
 
   write("token", "second-token-longer\n");  // rewritten in place: same inode, new size
   now += std::chrono::milliseconds(500);
-  EXPECT_EQ(provider.credentials()->bearerToken, "first-token");  // not stat()ed yet
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "first-token");  // not stat()ed yet
   now += std::chrono::milliseconds(500);
-  EXPECT_EQ(provider.credentials()->bearerToken, "second-token-longer");
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "second-token-longer");
 
   replace("token", "third-token\n");  // atomic swap: new inode
   now += seconds(1);
-  EXPECT_EQ(provider.credentials()->bearerToken, "third-token");
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "third-token");
 }
 
 TEST_F(TokenFileProviderTest, ReReadsEveryMinuteEvenIfStatLooksTheSame) {
@@ -138,58 +139,81 @@ TEST_F(TokenFileProviderTest, ReReadsEveryMinuteEvenIfStatLooksTheSame) {
   ASSERT_EQ(::stat(path.c_str(), &before), 0);
   system_clock::time_point now{};
   TokenFileProvider provider(path, [&] { return now; });
-  EXPECT_EQ(provider.credentials()->bearerToken, "token-aaaa");
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "token-aaaa");
 
   // Same inode, same size, and the old mtime put back: stat cannot see the change.
   write("token", "token-bbbb\n");
   const timespec times[2] = {before.st_atim, before.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
   now += seconds(30);
-  EXPECT_EQ(provider.credentials()->bearerToken, "token-aaaa");
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "token-aaaa");
   now += seconds(30);
-  EXPECT_EQ(provider.credentials()->bearerToken, "token-bbbb");
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "token-bbbb");
 }
 
 TEST_F(TokenFileProviderTest, KeepsTheOldTokenIfTheFileVanishesUntilInvalidated) {
   const std::string path = write("token", "kept\n");
   system_clock::time_point now{};
   TokenFileProvider provider(path, [&] { return now; });
-  EXPECT_EQ(provider.credentials()->bearerToken, "kept");
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "kept");
   fs::remove(path);
   now += seconds(61);
-  EXPECT_EQ(provider.credentials()->bearerToken, "kept");
-  provider.invalidate();
-  auto gone = provider.credentials();
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "kept");
+  provider.invalidate(Credentials{"kept", {}, {}});
+  auto gone = syncCredentials(provider);
   ASSERT_FALSE(gone);
   EXPECT_THAT(gone.error().message(), HasSubstr(path));
   write("token", "back\n");
-  EXPECT_EQ(provider.credentials()->bearerToken, "back");
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "back");
 }
 
 TEST_F(TokenFileProviderTest, InvalidateReReadsImmediately) {
   const std::string path = write("token", "one\n");
   system_clock::time_point now{};
   TokenFileProvider provider(path, [&] { return now; });
-  EXPECT_EQ(provider.credentials()->bearerToken, "one");
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "one");
   write("token", "two\n");
-  EXPECT_EQ(provider.credentials()->bearerToken, "one");
-  provider.invalidate();
-  EXPECT_EQ(provider.credentials()->bearerToken, "two");
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "one");
+  provider.invalidate(Credentials{"one", {}, {}});
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "two");
 }
 
 TEST_F(TokenFileProviderTest, EmptyFileIsAnError) {
   const std::string path = write("token", " \n\n");
   TokenFileProvider provider(path);
-  auto creds = provider.credentials();
+  auto creds = syncCredentials(provider);
   ASSERT_FALSE(creds);
   EXPECT_THAT(creds.error().message(), HasSubstr("is empty"));
 }
 
+TEST_F(TokenFileProviderTest, InvalidateWithAStaleTokenKeepsTheCurrentOne) {
+  const std::string path = write("token", "one\n");
+  system_clock::time_point now{};
+  TokenFileProvider provider(path, [&] { return now; });
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "one");
+  replace("token", "two\n");
+  now += seconds(2);
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "two");
+  fs::remove(path);
+  // A request that still carried "one" got a 401: "two" is not dropped for it.
+  provider.invalidate(Credentials{"one", {}, {}});
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "two");
+}
+
+TEST_F(TokenFileProviderTest, TokenWithALineBreakIsRefused) {
+  const std::string path = write("token", "abc\r\nX-Injected: yes\n");
+  TokenFileProvider provider(path);
+  auto creds = syncCredentials(provider);
+  ASSERT_FALSE(creds);
+  EXPECT_THAT(creds.error().message(), HasSubstr(path));
+  EXPECT_THAT(creds.error().message(), HasSubstr("control character"));
+}
+
 TEST(StaticTokenProvider, ReturnsTheToken) {
   StaticTokenProvider provider("abc");
-  EXPECT_EQ(provider.credentials()->bearerToken, "abc");
-  provider.invalidate();
-  EXPECT_EQ(provider.credentials()->bearerToken, "abc");
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "abc");
+  provider.invalidate(Credentials{});
+  EXPECT_EQ(syncCredentials(provider)->bearerToken, "abc");
 }
 
 }  // namespace

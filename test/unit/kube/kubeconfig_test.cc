@@ -1,5 +1,6 @@
 #include "pkg/kube/kubeconfig.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -10,8 +11,11 @@
 #include <gtest/gtest.h>
 
 #include "pkg/kube/base64.h"
+#include "pkg/kube/config_discovery.h"
+#include "pkg/kube/kubeconfig_file.h"
 #include "test/testutil/scoped_env.h"
 #include "test/testutil/temp_dir.h"
+#include "test/unit/kube/sync_credentials.h"
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -50,6 +54,15 @@ Result<RestConfig> load(std::vector<std::string> paths, std::string context = ""
   return loadKubeconfig(options);
 }
 
+// Loads `path` with providers reading the time from `*now`.
+Result<RestConfig> loadAt(const std::string& path,
+                          const std::chrono::system_clock::time_point* now) {
+  KubeconfigOptions options;
+  options.paths = {path};
+  options.clock = [now] { return *now; };
+  return loadKubeconfig(options);
+}
+
 TEST(Kubeconfig, MergesFilesFirstDefinitionWins) {
   // current-context comes from first.yaml (dev), whose cluster and user win over second.yaml's.
   auto config = load({kFirst, kSecond});
@@ -58,9 +71,14 @@ TEST(Kubeconfig, MergesFilesFirstDefinitionWins) {
   EXPECT_EQ(config->defaultNamespace, "team-a");
   EXPECT_EQ(config->tlsServerName, "kubernetes.default");
   EXPECT_EQ(config->caPem, readFile(kTestdata + "/certs/ca.pem"));
-  EXPECT_EQ(config->clientCertPem, readFile(kTestdata + "/certs/client.pem"));
-  EXPECT_EQ(config->clientKeyPem, readFile(kTestdata + "/certs/client-key.pem"));
-  EXPECT_EQ(config->auth, nullptr);  // dev-user from first.yaml, not the token in second.yaml
+  // dev-user from first.yaml (certificate files, served by a provider that follows their
+  // rotation), not the token in second.yaml.
+  ASSERT_NE(config->auth, nullptr);
+  auto creds = syncCredentials(*config->auth);
+  ASSERT_TRUE(creds) << creds.error().message();
+  EXPECT_EQ(creds->bearerToken, "");
+  EXPECT_EQ(creds->clientCertPem, readFile(kTestdata + "/certs/client.pem"));
+  EXPECT_EQ(creds->clientKeyPem, readFile(kTestdata + "/certs/client-key.pem"));
   EXPECT_FALSE(config->insecureSkipTlsVerify);
   EXPECT_EQ(config->qps, 5.0);
   EXPECT_EQ(config->burst, 10);
@@ -74,9 +92,9 @@ TEST(Kubeconfig, CurrentContextFromFirstFileThatSetsIt) {
   // second.yaml's current-context "prod", whose cluster and user only second.yaml defines.
   EXPECT_EQ(config->server, "https://prod.example.test:443");  // scheme defaulted to https
   ASSERT_NE(config->auth, nullptr);
-  auto creds = config->auth->credentials();
+  auto creds = syncCredentials(*config->auth);
   ASSERT_TRUE(creds);
-  EXPECT_EQ(creds->bearerToken, "prod-token");  // token wins over tokenFile
+  EXPECT_EQ(creds->bearerToken, "prod-token");  // its tokenFile does not exist
   EXPECT_EQ(config->defaultNamespace, "default");
 }
 
@@ -85,7 +103,7 @@ TEST(Kubeconfig, UserOnlyInLaterFileIsFound) {
   ASSERT_TRUE(config) << config.error().message();
   EXPECT_EQ(config->server, "https://prod.example.test:443");
   ASSERT_NE(config->auth, nullptr);
-  EXPECT_EQ(config->auth->credentials()->bearerToken, "prod-token");
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "prod-token");
 }
 
 TEST(Kubeconfig, ExplicitContextOverridesCurrentContext) {
@@ -95,7 +113,7 @@ TEST(Kubeconfig, ExplicitContextOverridesCurrentContext) {
   EXPECT_TRUE(config->insecureSkipTlsVerify);
   ASSERT_NE(config->auth, nullptr);
   // tokenFile resolved against first.yaml's folder, not the working directory.
-  EXPECT_EQ(config->auth->credentials()->bearerToken, "file-token-from-testdata");
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "file-token-from-testdata");
 }
 
 TEST(Kubeconfig, RelativePathsResolveAgainstTheDefiningFile) {
@@ -111,7 +129,9 @@ TEST(Kubeconfig, RelativePathsResolveAgainstTheDefiningFile) {
     ScopedCwd cwd(kTestdata);
     auto relative = load({"nested/../first.yaml"});
     ASSERT_TRUE(relative) << relative.error().message();
-    EXPECT_EQ(relative->clientKeyPem, readFile(kTestdata + "/certs/client-key.pem"));
+    ASSERT_NE(relative->auth, nullptr);
+    EXPECT_EQ(syncCredentials(*relative->auth)->clientKeyPem,
+              readFile(kTestdata + "/certs/client-key.pem"));
   }
 }
 
@@ -265,19 +285,158 @@ TEST(Kubeconfig, MalformedInputNamesFileAndField) {
   }
 }
 
-TEST(Kubeconfig, TokenBeatsTokenFileAndExec) {
+TEST(Kubeconfig, TokenFileBeatsTokenWhichIsItsFallback) {
+  // client-go: with both set, the token file is read (and cached) for every request, and the
+  // token is used only while the file cannot be read.
+  TempDir dir;
+  const std::string tokenFile = dir.write("token", "from-file\n");
+  const std::string path = dir.write("kc.yaml", std::string(kValidHeader) + R"(users:
+- name: admin
+  user:
+    token: static
+    tokenFile: token
+)");
+  std::chrono::system_clock::time_point now{};
+  auto config = loadAt(path, &now);
+  ASSERT_TRUE(config) << config.error().message();
+  ASSERT_NE(config->auth, nullptr);
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "from-file");
+  fs::remove(tokenFile);
+  now += std::chrono::minutes(2);
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "from-file");  // the last good read
+  config->auth->invalidate(Credentials{"from-file", {}, {}});
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "static");
+}
+
+TEST(Kubeconfig, TokenIsTheFallbackOfAMissingTokenFileAndBeatsExec) {
   TempDir dir;
   const std::string path = dir.write("kc.yaml", std::string(kValidHeader) + R"(users:
 - name: admin
   user:
     token: static
-    tokenFile: missing-but-unused
+    tokenFile: missing
     exec: {apiVersion: client.authentication.k8s.io/v1, command: never-run}
 )");
   auto config = load({path});
   ASSERT_TRUE(config) << config.error().message();
   ASSERT_NE(config->auth, nullptr);
-  EXPECT_EQ(config->auth->credentials()->bearerToken, "static");
+  EXPECT_EQ(syncCredentials(*config->auth)->bearerToken, "static");
+}
+
+TEST(Kubeconfig, StaticClientCertificateMeansTheExecPluginIsNotRun) {
+  // client-go's exec Authenticator steps aside when the config has token or certificate auth.
+  TempDir dir;
+  dir.write("cert.pem", "CERT");
+  dir.write("key.pem", "KEY");
+  const std::string marker = dir.path() + "/ran";
+  dir.write("plugin.sh", "#!/bin/sh\ntouch " + marker +
+                             "\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                             "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"plugin\"}}'\n");
+  fs::permissions(dir.path() + "/plugin.sh", fs::perms::owner_all);
+  const std::string exec =
+      "    exec: {apiVersion: client.authentication.k8s.io/v1, command: ./plugin.sh}\n";
+  for (const std::string& cert : {std::string("    client-certificate-data: Q0VSVA==\n"
+                                              "    client-key-data: S0VZ\n"),
+                                  std::string("    client-certificate: cert.pem\n"
+                                              "    client-key: key.pem\n")}) {
+    SCOPED_TRACE(cert);
+    const std::string path = dir.write(
+        "kc.yaml", std::string(kValidHeader) + "users:\n- name: admin\n  user:\n" + cert + exec);
+    auto config = load({path});
+    ASSERT_TRUE(config) << config.error().message();
+    if (config->auth != nullptr) {
+      auto creds = syncCredentials(*config->auth);
+      ASSERT_TRUE(creds) << creds.error().message();
+      EXPECT_EQ(creds->bearerToken, "");
+    }
+    EXPECT_FALSE(fs::exists(marker));
+  }
+}
+
+TEST(Kubeconfig, ClientCertificateFilesAreReloadedWhenTheyChange) {
+  TempDir dir;
+  dir.write("cert.pem", "CERT-1");
+  dir.write("key.pem", "KEY-1");
+  const std::string path = dir.write("kc.yaml", std::string(kValidHeader) + R"(users:
+- name: admin
+  user:
+    client-certificate: cert.pem
+    client-key: key.pem
+)");
+  std::chrono::system_clock::time_point now{};
+  auto config = loadAt(path, &now);
+  ASSERT_TRUE(config) << config.error().message();
+  // Not a static certificate: a provider serves it, and the client follows its changes.
+  EXPECT_EQ(config->clientCertPem, "");
+  ASSERT_NE(config->auth, nullptr);
+  auto first = syncCredentials(*config->auth);
+  ASSERT_TRUE(first) << first.error().message();
+  EXPECT_EQ(first->clientCertPem, "CERT-1");
+  EXPECT_EQ(first->clientKeyPem, "KEY-1");
+  // Rotated as cert-manager or a kubelet would: new files renamed over the old ones.
+  dir.write("cert.pem.new", "CERT-2 longer");
+  dir.write("key.pem.new", "KEY-2 longer");
+  fs::rename(dir.path() + "/cert.pem.new", dir.path() + "/cert.pem");
+  fs::rename(dir.path() + "/key.pem.new", dir.path() + "/key.pem");
+  now += std::chrono::seconds(2);
+  auto second = syncCredentials(*config->auth);
+  ASSERT_TRUE(second) << second.error().message();
+  EXPECT_EQ(second->clientCertPem, "CERT-2 longer");
+  EXPECT_EQ(second->clientKeyPem, "KEY-2 longer");
+}
+
+TEST(Kubeconfig, TokenWithALineBreakIsRefused) {
+  TempDir dir;
+  const std::string path = dir.write("kc.yaml", std::string(kValidHeader) + R"(users:
+- name: admin
+  user:
+    token: "abc\r\nX-Injected: yes"
+)");
+  auto config = load({path});
+  ASSERT_FALSE(config);
+  EXPECT_THAT(config.error().message(), HasSubstr("users[admin].token"));
+  EXPECT_THAT(config.error().message(), HasSubstr("control character"));
+
+  dir.write("token", "abc\nX-Injected: yes\n");
+  const std::string fromFile = dir.write("kc2.yaml", std::string(kValidHeader) + R"(users:
+- name: admin
+  user:
+    tokenFile: token
+)");
+  auto fileConfig = load({fromFile});
+  ASSERT_FALSE(fileConfig);
+  EXPECT_THAT(fileConfig.error().message(), HasSubstr("users[admin].tokenFile"));
+  EXPECT_THAT(fileConfig.error().message(), HasSubstr("control character"));
+}
+
+TEST(Kubeconfig, ProxyUrlHttpAndHttpsAreKeptOthersRefused) {
+  TempDir dir;
+  const auto withProxy = [&](const std::string& proxy) {
+    return dir.write("kc.yaml",
+                     "current-context: ctx\nclusters:\n- name: c\n  cluster:\n"
+                     "    server: https://h:6443\n    proxy-url: " +
+                         proxy + "\ncontexts:\n- name: ctx\n  context: {cluster: c}\n");
+  };
+  for (const std::string proxy : {"http://proxy.corp:3128", "https://user:pw@proxy.corp"}) {
+    auto config = load({withProxy(proxy)});
+    ASSERT_TRUE(config) << config.error().message();
+    EXPECT_EQ(config->proxyUrl, proxy);
+  }
+  auto noProxy = load({kFirst});
+  ASSERT_TRUE(noProxy) << noProxy.error().message();
+  EXPECT_EQ(noProxy->proxyUrl, "");
+  for (const std::string proxy : {"socks5://proxy.corp:1080", "proxy.corp:3128", "http://"}) {
+    SCOPED_TRACE(proxy);
+    const std::string path = withProxy(proxy);
+    auto config = load({path});
+    ASSERT_FALSE(config);
+    EXPECT_THAT(config.error().message(), HasSubstr(path));
+    EXPECT_THAT(config.error().message(), HasSubstr("clusters[c].proxy-url"));
+    EXPECT_THAT(config.error().message(), HasSubstr(proxy));
+  }
+  auto socks = load({withProxy("socks5://proxy.corp:1080")});
+  ASSERT_FALSE(socks);
+  EXPECT_THAT(socks.error().message(), HasSubstr("scheme \"socks5\" is not supported"));
 }
 
 TEST(Kubeconfig, RejectsFilesOverTheSizeCap) {
@@ -370,7 +529,7 @@ users:
   auto config = load({path});
   ASSERT_TRUE(config) << config.error().message();
   ASSERT_NE(config->auth, nullptr);
-  auto creds = config->auth->credentials();
+  auto creds = syncCredentials(*config->auth);
   ASSERT_TRUE(creds) << creds.error().message();
   EXPECT_EQ(creds->bearerToken, "from-plugin");
   EXPECT_EQ(readFile(info),

@@ -393,12 +393,12 @@ TEST_F(RestClientTest, ApplyWithoutFieldManagerIsRefusedLocally) {
 
 class CountingAuth : public AuthProvider {
  public:
-  Result<Credentials> credentials() override {
+  net::awaitable<Result<Credentials>> credentials() override {
     Credentials c;
     c.bearerToken = "token-" + std::to_string(generation);
-    return c;
+    co_return c;
   }
-  void invalidate() override { ++generation; }
+  void invalidate(const Credentials&) override { ++generation; }
   int generation = 1;
 };
 
