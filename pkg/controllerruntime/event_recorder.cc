@@ -64,18 +64,21 @@ enum class Outcome { Written, AlreadyExists, Rejected, Failed };
 
 // client-go's recordEvent: success; an answer from the server, which would refuse the same
 // write again (not retried); or no answer (retried).
-Outcome outcomeOf(const kube::Result<rapidjson::Document>& result) {
+Outcome outcomeOf(const kube::Result<rapidjson::Document>& result, const core::Event& event) {
   if (result) {
     return Outcome::Written;
   }
   const kube::Error& e = result.error();
   if (e.kind() == kube::Error::Kind::Transport || e.kind() == kube::Error::Kind::Decode) {
+    spdlog::debug("event recorder: writing event {}/{} failed (will retry): {}",
+                  event.metadata.namespace_, event.metadata.name, e.message());
     return Outcome::Failed;
   }
   if (e.isAlreadyExists()) {
     return Outcome::AlreadyExists;
   }
-  spdlog::warn("event recorder: server rejected event (will not retry): {}", e.message());
+  spdlog::warn("event recorder: event {}/{} not written (will not retry): {}",
+               event.metadata.namespace_, event.metadata.name, e.message());
   return Outcome::Rejected;
 }
 
@@ -298,13 +301,15 @@ net::awaitable<void> EventWriter::writeWithRetries(Write write) {
 net::awaitable<Outcome> EventWriter::writeOnce(const core::Event& event, bool create) {
   const std::string& ns = event.metadata.namespace_;
   if (!create) {
+    // Arguments as named locals: g++ 12 mishandles temporaries in a co_await operand.
     std::string body = repeatPatch(event);
     kube::WriteOptions options;
+    std::string noSubresource;
     auto patched =
         co_await client_->patch(kEvents, ns, event.metadata.name, kube::PatchType::StrategicMerge,
-                                std::move(body), options, std::string());
+                                std::move(body), options, std::move(noSubresource));
     if (patched || !patched.error().isNotFound()) {
-      co_return outcomeOf(patched);
+      co_return outcomeOf(patched, event);
     }
   }
   core::Event fresh = event;
@@ -312,7 +317,7 @@ net::awaitable<Outcome> EventWriter::writeOnce(const core::Event& event, bool cr
   std::string body = meta::encodeToString(fresh, core::encodeEvent);
   kube::WriteOptions options;
   auto created = co_await client_->create(kEvents, ns, std::move(body), options);
-  co_return outcomeOf(created);
+  co_return outcomeOf(created, event);
 }
 
 core::ObjectReference objectReference(const meta::ObjectMeta& metadata, std::string apiVersion,

@@ -12,13 +12,16 @@
 //
 // Recording never blocks and never fails: event() correlates the event at once (repeats,
 // similar events, spam; see event_correlator.h) and queues the write; one background coroutine
-// writes the queue in order. A repeat whose earlier write is still queued replaces that write
-// (the counts are absolute), so a hot loop costs one queue slot. What cannot be written is
+// writes the queue in order. Two deliberate differences from client-go, which queues raw events
+// and correlates them in its writer: spam is refused before it takes queue room, and a repeat
+// whose earlier write is still queued replaces that write (count and lastTimestamp are
+// absolute), so a hot loop costs one queue slot and one request. What cannot be written is
 // dropped and counted in event_recorder_dropped_total{reason}:
 //   queue_full         the queue (queueLength writes) was full
 //   spam               the per-object spam filter refused it
 //   invalid            the type was neither Normal nor Warning
-//   rejected           the API server answered with an error (not retried, as client-go)
+//   rejected           the API server answered with an error, or the client could not send it
+//                      (credentials): not retried, as in client-go
 //   retries_exhausted  no answer after maxTries attempts (network errors)
 //   shutdown           still queued when shutdown() reached its deadline, or recorded after it
 //

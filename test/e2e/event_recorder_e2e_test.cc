@@ -23,6 +23,7 @@ namespace {
 
 using testenv::controlPlane;
 using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
 using testutil::runSync;
 
 const kube::Resource kConfigMaps{"", "v1", "configmaps", true};
@@ -149,18 +150,24 @@ TEST_F(EventRecorderE2E, FiveRepeatsAreOneEventWithCountFive) {
   ASSERT_TRUE(kubectl.ok()) << kubectl.output;
   EXPECT_THAT(kubectl.output, HasSubstr("RouteConflict"));
   EXPECT_THAT(kubectl.output, HasSubstr("configmap/routes"));
-  EXPECT_THAT(kubectl.output, HasSubstr("(x5 over"));
   EXPECT_THAT(kubectl.output, HasSubstr("destination 10.0.0.0/8 overlaps the cluster CIDR"));
+  // The 1.20 server's table has no count column ("(x5 over ...)" came later): ask for it.
+  auto counted = controlPlane().kubectl(
+      {"get", "events", "-n", ns_, "--no-headers", "-o",
+       "custom-columns=OBJECT:.involvedObject.name,REASON:.reason,COUNT:.count"});
+  ASSERT_TRUE(counted.ok()) << counted.output;
+  EXPECT_THAT(counted.output, MatchesRegex("routes +RouteConflict +5\n"));
 
   // The Event goes away (its TTL, or someone deletes it): the next repeat creates it again,
   // with the count the recorder knows.
-  ASSERT_TRUE(runSync(ioc_, client_->remove(kEvents, ns_, e.metadata.name)));
+  const std::string name = e.metadata.name;
+  ASSERT_TRUE(runSync(ioc_, client_->remove(kEvents, ns_, name)));
   recorder_->event(ref, core::kEventTypeWarning, "RouteConflict",
                    "destination 10.0.0.0/8 overlaps the cluster CIDR");
   runUntilWritten();
   events = eventsAbout(ns_, "routes");
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].metadata.name, e.metadata.name);
+  EXPECT_EQ(events[0].metadata.name, name);
   EXPECT_EQ(events[0].count, 6);
 }
 
