@@ -16,8 +16,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "pkg/apis/core/event.h"
 #include "pkg/base/clock.h"
