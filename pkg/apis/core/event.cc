@@ -16,6 +16,7 @@ meta::Decoded<Event> decodeEvent(const rapidjson::Value& v) {
   r.nested("source",
            [&](meta::FieldReader& source) { source.read("component", e.sourceComponent); });
   r.read("reportingComponent", e.reportingComponent);
+  r.read("reportingInstance", e.reportingInstance);
   return r.finish(std::move(e));
 }
 
@@ -44,6 +45,7 @@ void encodeEvent(meta::JsonWriter& w, const Event& e) {
     w.EndObject();
   }
   meta::writeFieldIfSet(w, "reportingComponent", e.reportingComponent);
+  meta::writeFieldIfSet(w, "reportingInstance", e.reportingInstance);
   w.EndObject();
 }
 

@@ -32,8 +32,9 @@ struct Event {
   // Absent on events created through events.k8s.io/v1, which set eventTime instead.
   std::optional<meta::Time> firstTimestamp;
   std::optional<meta::Time> lastTimestamp;
-  std::string sourceComponent;  // source.component
-  std::string reportingComponent;
+  std::string sourceComponent;     // source.component
+  std::string reportingComponent;  // the reporting controller (its JSON name is historical)
+  std::string reportingInstance;   // which replica of it: a pod or host name
 
   bool operator==(const Event&) const = default;
 };

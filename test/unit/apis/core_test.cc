@@ -160,6 +160,7 @@ TEST(Event, DecodesARealEvent) {
   EXPECT_EQ(e->lastTimestamp, utc(2026, 11, 30, 3, 29, 41));
   EXPECT_EQ(e->sourceComponent, "egress-gateway-operator");
   EXPECT_EQ(e->reportingComponent, "egress-gateway-operator");
+  EXPECT_EQ(e->reportingInstance, "egress-operator-5b8c9d-7xq2z");
   EXPECT_EQ(errorOf(parseAndDecode(R"({"count":"2"})", decodeEvent)), "count: expected integer");
   EXPECT_EQ(errorOf(parseAndDecode(R"({"involvedObject":{"uid":5}})", decodeEvent)),
             "involvedObject.uid: expected string");
@@ -185,6 +186,7 @@ TEST(Event, EncodeDecodeRoundTrip) {
   e.lastTimestamp = utc(2026, 11, 30, 3, 27, 20);
   e.sourceComponent = "egress-gateway-operator";
   e.reportingComponent = "egress-gateway-operator";
+  e.reportingInstance = "egress-operator-5b8c9d-7xq2z";
   const std::string json = meta::encodeToString(e, encodeEvent);
   EXPECT_EQ(
       json,
@@ -195,7 +197,8 @@ TEST(Event, EncodeDecodeRoundTrip) {
       R"("message":"Deployment \"egress-gw-prod\" exceeded its progress deadline",)"
       R"("type":"Warning","count":1,"firstTimestamp":"2026-11-30T03:27:20Z",)"
       R"("lastTimestamp":"2026-11-30T03:27:20Z","source":{"component":"egress-gateway-operator"},)"
-      R"("reportingComponent":"egress-gateway-operator"})");
+      R"("reportingComponent":"egress-gateway-operator",)"
+      R"("reportingInstance":"egress-operator-5b8c9d-7xq2z"})");
   auto back = parseAndDecode(json, decodeEvent);
   ASSERT_TRUE(back) << back.error().toString();
   EXPECT_EQ(*back, e);
