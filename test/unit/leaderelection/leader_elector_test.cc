@@ -93,7 +93,7 @@ class LeaderElectorTest : public ::testing::Test {
   }
 
   void start(Candidate& c) {
-    net::co_spawn(ioc_, runElector(c.elector.get(), &c.finished), testutil::rethrowIfSet);
+    net::co_spawn(ioc_, runElector(c.elector.get(), &c.finished), rethrowUnhandled);
     poll();
   }
 
@@ -615,7 +615,7 @@ TEST_F(LeaderElectorTest, RunCampaignsOnce) {
   poll();
   ASSERT_TRUE(a->finished);
   bool again = false;
-  net::co_spawn(ioc_, runElector(a->elector.get(), &again), testutil::rethrowIfSet);
+  net::co_spawn(ioc_, runElector(a->elector.get(), &again), rethrowUnhandled);
   poll();
   EXPECT_TRUE(again);
   EXPECT_EQ(store_.count("get"), 1u);
