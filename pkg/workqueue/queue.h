@@ -109,8 +109,9 @@ class QueueState {
       // place in line.
       place = Notifier::Place::Front;
     }
-    // Even after shutdown, what is still queued is handed out; nullopt only once it is empty.
-    if (self->queue_.empty()) {
+    // Even after shutdown, what is still queued is handed out; nullopt only once it is empty, or
+    // when the queue is gone (its caller could not call done()).
+    if (self->queue_.empty() || self->destroyed_) {
       co_return std::nullopt;
     }
     T item = std::move(self->queue_.front());
@@ -169,6 +170,13 @@ class QueueState {
     if (ticker_) {
       ticker_->cancel();
     }
+  }
+
+  // The Queue handle is being destroyed: shut down, and hand out nothing more, not even to a
+  // getter woken for an item just before.
+  void abandon() {
+    destroyed_ = true;
+    shutDown(false);
   }
 
   // The second half of ShutDownWithDrain: waits until no item is being processed. Items still
@@ -234,6 +242,7 @@ class QueueState {
   std::unordered_set<T, Hash> processing_;
   bool shuttingDown_ = false;
   bool drain_ = false;
+  bool destroyed_ = false;
   Notifier getters_;
   Notifier drainers_;
 
@@ -250,8 +259,8 @@ template <class T, class Hash = std::hash<T>>
 class Queue {
  public:
   explicit Queue(const QueueConfig<T>& config) : Queue(config, /*withRetries=*/false) {}
-  // Shuts the queue down: parked getters wake up with nullopt.
-  virtual ~Queue() { state_->shutDown(false); }
+  // Shuts the queue down: parked getters wake up with nullopt, even those woken for an item.
+  virtual ~Queue() { state_->abandon(); }
   Queue(const Queue&) = delete;
   Queue& operator=(const Queue&) = delete;
 

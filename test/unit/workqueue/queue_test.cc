@@ -401,6 +401,21 @@ TEST_F(WorkqueueTest, DestroyingTheQueueReleasesParkedGetters) {
   }
 }
 
+// Lifetime (issue 8, "any other hazard of the same kind"): a getter woken for an item just before
+// the queue is destroyed gets nullopt, not an item whose done() it could only call on the
+// destroyed queue.
+TEST_F(WorkqueueTest, GetterWokenJustBeforeTheQueueIsDestroyedTakesNothing) {
+  auto queue = std::make_unique<Queue<std::string>>(config());
+  std::optional<Item> got;
+  spawnInto(ioc_, getItem(queue.get()), got);
+  poll();
+  queue->add("a");
+  queue.reset();
+  poll();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, std::nullopt);
+}
+
 // runtime-anchors §2.1 item 2, cancellation (our addition): a get() cancelled by Asio (here by
 // losing an `||` race to a timeout) leaves the line and takes nothing, so the next item goes
 // to the next getter.
