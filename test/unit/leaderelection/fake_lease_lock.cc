@@ -1,5 +1,7 @@
 #include "test/unit/leaderelection/fake_lease_lock.h"
 
+#include <stdexcept>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -13,6 +15,14 @@ kube::Error apiError(int code, const char* reason) {
   status.reason = reason;
   status.message = std::string("fake: ") + reason;
   return kube::Error::api(code, status);
+}
+
+// Throws when `*pending` > 0, counting it down.
+void maybeThrow(int* pending, const char* verb) {
+  if (*pending > 0) {
+    --*pending;
+    throw std::runtime_error(std::string("fake: ") + verb + " threw");
+  }
 }
 
 }  // namespace
@@ -68,6 +78,7 @@ net::awaitable<void> FakeLeaseLock::waitWhileHung(const bool* hang) {
 net::awaitable<kube::Result<LockSnapshot>> FakeLeaseLock::get() {
   store_->calls_.push_back({"get", identity_, store_->clock_->now()});
   co_await waitWhileHung(&store_->hangGets);
+  maybeThrow(&store_->getThrows, "get");
   if (!store_->getErrors.empty()) {
     kube::Error e = store_->getErrors.front();
     store_->getErrors.pop_front();
@@ -83,6 +94,7 @@ net::awaitable<kube::Result<LockSnapshot>> FakeLeaseLock::get() {
 
 net::awaitable<kube::Result<Ok>> FakeLeaseLock::create(LeaderElectionRecord record) {
   store_->calls_.push_back({"create", identity_, store_->clock_->now()});
+  maybeThrow(&store_->createThrows, "create");
   if (!store_->createErrors.empty()) {
     kube::Error e = store_->createErrors.front();
     store_->createErrors.pop_front();
@@ -99,6 +111,7 @@ net::awaitable<kube::Result<Ok>> FakeLeaseLock::create(LeaderElectionRecord reco
 net::awaitable<kube::Result<Ok>> FakeLeaseLock::update(LeaderElectionRecord record) {
   store_->calls_.push_back({"update", identity_, store_->clock_->now()});
   co_await waitWhileHung(&store_->hangUpdates);
+  maybeThrow(&store_->updateThrows, "update");
   if (!store_->updateErrors.empty()) {
     kube::Error e = store_->updateErrors.front();
     store_->updateErrors.pop_front();
