@@ -2,9 +2,6 @@
 
 #include <stdexcept>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 namespace egress::leaderelection::testing {
 namespace {
 
@@ -41,9 +38,7 @@ kube::Error serverError() {
 }
 
 FakeLeaseStore::FakeLeaseStore(const net::any_io_executor& executor, const Clock& clock)
-    : clock_(&clock), gate_(executor) {
-  gate_.expires_at(boost::asio::steady_timer::time_point::max());
-}
+    : clock_(&clock), gate_(executor) {}
 
 void FakeLeaseStore::setRecord(LeaderElectionRecord record) {
   record_ = std::move(record);
@@ -53,7 +48,7 @@ void FakeLeaseStore::setRecord(LeaderElectionRecord record) {
 void FakeLeaseStore::releaseHung() {
   hangGets = false;
   hangUpdates = false;
-  gate_.cancel();
+  gate_.notify();
 }
 
 size_t FakeLeaseStore::count(const std::string& verb, const std::string& identity) const {
@@ -68,10 +63,7 @@ size_t FakeLeaseStore::count(const std::string& verb, const std::string& identit
 
 net::awaitable<void> FakeLeaseLock::waitWhileHung(const bool* hang) {
   while (*hang) {
-    // The gate never expires (set once; expires_at here would cancel the other waiters).
-    auto [ec] =
-        co_await store_->gate_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
-    (void)ec;
+    co_await store_->gate_.wait();
   }
 }
 

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "pkg/base/clock.h"
+#include "pkg/base/notifier.h"
 #include "pkg/leaderelection/lease_lock.h"
 
 namespace egress::leaderelection::testing {
@@ -68,7 +68,7 @@ class FakeLeaseStore {
   std::optional<LeaderElectionRecord> record_;
   int64_t resourceVersion_ = 0;
   std::vector<LockCall> calls_;
-  boost::asio::steady_timer gate_;
+  Notifier gate_;  // notified by releaseHung()
 };
 
 class FakeLeaseLock : public LeaseLock {
