@@ -10,8 +10,8 @@
 //   - stoppable: shutDown() releases waiting workers, shutDownWithDrain() also waits for the
 //     items in flight;
 //   - lossless: an item handed to a getter reaches its caller. A get() whose caller gives up
-//     (a timeout, Asio cancellation) takes nothing, so use get(timeout) rather than racing
-//     get() against a timer yourself.
+//     (Asio cancellation, e.g. losing `get() || timer`) takes nothing; get(timeout) waits with
+//     a timeout on the queue's Clock.
 //
 //   while (auto key = co_await queue.get()) {   // nullopt: the queue is shut down
 //     co_await reconcile(*key);
