@@ -1,13 +1,19 @@
 #include "pkg/leaderelection/leader_elector.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <optional>
 #include <random>
 #include <utility>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <spdlog/spdlog.h>
+
+#include "pkg/base/notifier.h"
+#include "pkg/leaderelection/leader_metrics.h"
 
 namespace egress::leaderelection {
 namespace {
@@ -61,21 +67,125 @@ Result<Ok, std::string> validateConfig(const LeaderElectionConfig& config) {
   return Ok{};
 }
 
+class LeaderElector::State : public std::enable_shared_from_this<State> {
+ public:
+  State(Clock& clock, LeaderElectionConfig config, prometheus::Registry* registry);
+
+  static net::awaitable<void> run(std::shared_ptr<State> self);
+  void stop();
+  void abandon();
+
+  bool isLeader() const { return leading_.load(); }
+  const LeaderElectionRecord& observedRecord() const { return observedRecord_; }
+  const std::string& identity() const { return config_.lock->identity(); }
+
+ private:
+  // A lock request running as a coroutine of its own, so the elector can stop waiting for it at
+  // a deadline (a hung request must not keep a leader believing it leads).
+  struct Operation {
+    enum class Kind { TryAcquireOrRenew, Release };
+    explicit Operation(Kind k) : kind(k) {}
+    Kind kind;
+    bool done = false;
+    bool succeeded = false;
+  };
+
+  // Everything run() does before it waits for the last request.
+  net::awaitable<void> campaign();
+  // The start of the attempt that acquired the lease; nullopt after stop().
+  net::awaitable<std::optional<Clock::TimePoint>> acquire();
+  // Returns when leadership ends (renew failed for renewDeadline, lost to another holder, stop).
+  net::awaitable<void> renew(Clock::TimePoint acquiredAt);
+  net::awaitable<void> release();
+  net::awaitable<bool> tryAcquireOrRenew();
+  net::awaitable<bool> releaseLease(Clock::TimePoint deadline);
+
+  // Starts `kind` and waits until it completes, `deadline` passes or (if `stoppable`) stop();
+  // false unless it completed and succeeded. A request still in flight is left to finish on its
+  // own.
+  net::awaitable<bool> attempt(Operation::Kind kind, Clock::TimePoint deadline, bool stoppable);
+  static net::awaitable<void> runOperation(std::shared_ptr<State> self,
+                                           std::shared_ptr<Operation> op,
+                                           Clock::TimePoint deadline);
+  // Waits for the request left in flight by attempt(), if any.
+  net::awaitable<void> waitForInflight();
+  // Sleeps until `t`; false if stop() was called.
+  net::awaitable<bool> sleepUntil(Clock::TimePoint t);
+  // Until something happened (stop, a request completed) or `deadline` (max: none) passed.
+  net::awaitable<void> waitForWake(Clock::TimePoint deadline);
+
+  // When the observed lease runs out, by the local clock: observedTime_ + its leaseDuration.
+  Clock::TimePoint observedExpiry() const;
+  bool isLeaseValid(Clock::TimePoint now) const;
+  bool observedSelfAsHolder() const;
+  void setObservedRecord(const LeaderElectionRecord& record);
+  void maybeReportTransition();
+  Clock::Duration candidateWait();
+
+  Clock& clock_;
+  LeaderElectionConfig config_;
+  LeaderMetrics metrics_;
+  net::any_io_executor executor_;
+  // Made by run() on its executor: stop(), abandon() and completed requests notify it.
+  std::optional<Notifier> wake_;
+
+  LeaderElectionRecord observedRecord_;
+  Clock::TimePoint observedTime_{};
+  // client-go's observedRawRecord: the record the last get() returned, to notice a change.
+  std::optional<LeaderElectionRecord> lastFetched_;
+  std::string reportedLeader_;
+
+  std::shared_ptr<Operation> inflight_;
+  std::atomic<bool> leading_{false};
+  bool started_ = false;
+  bool stopping_ = false;
+  // The elector is gone: no new request, no callback, no clock, no metrics; only wind down.
+  bool abandoned_ = false;
+};
+
 Result<std::unique_ptr<LeaderElector>, std::string> LeaderElector::create(
     Clock& clock, LeaderElectionConfig config, prometheus::Registry* registry) {
   auto valid = validateConfig(config);
   if (!valid) {
     return valid.error();
   }
-  return std::unique_ptr<LeaderElector>(new LeaderElector(clock, std::move(config), registry));
+  auto state = std::make_shared<State>(clock, std::move(config), registry);
+  return std::unique_ptr<LeaderElector>(new LeaderElector(std::move(state)));
 }
 
-LeaderElector::LeaderElector(Clock& clock, LeaderElectionConfig config,
-                             prometheus::Registry* registry)
-    : clock_(clock),
-      config_(std::move(config)),
-      metrics_(registry, config_.name),
-      timer_(clock.makeTimer()) {
+LeaderElector::LeaderElector(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+LeaderElector::~LeaderElector() {
+  state_->abandon();
+}
+
+net::awaitable<void> LeaderElector::run() {
+  return State::run(state_);
+}
+
+void LeaderElector::stop() {
+  state_->stop();
+}
+
+bool LeaderElector::isLeader() const {
+  return state_->isLeader();
+}
+
+const std::string& LeaderElector::getLeader() const {
+  return state_->observedRecord().holderIdentity;
+}
+
+const LeaderElectionRecord& LeaderElector::observedRecord() const {
+  return state_->observedRecord();
+}
+
+const std::string& LeaderElector::identity() const {
+  return state_->identity();
+}
+
+LeaderElector::State::State(Clock& clock, LeaderElectionConfig config,
+                            prometheus::Registry* registry)
+    : clock_(clock), config_(std::move(config)), metrics_(registry, config_.name) {
   // client-go sets the gauge off when the elector is built, so it exists (as 0) from the start.
   metrics_.leaderOff();
   if (!config_.random) {
@@ -84,23 +194,48 @@ LeaderElector::LeaderElector(Clock& clock, LeaderElectionConfig config,
   }
 }
 
-LeaderElector::~LeaderElector() = default;
-
-void LeaderElector::stop() {
+void LeaderElector::State::stop() {
   stopping_ = true;
-  timer_->cancel();
+  if (wake_) {
+    wake_->notify();
+  }
 }
 
-net::awaitable<void> LeaderElector::run() {
-  if (started_) {
+void LeaderElector::State::abandon() {
+  abandoned_ = true;
+  if (leading_) {
+    leading_ = false;
+    metrics_.leaderOff();
+  }
+  stop();
+}
+
+net::awaitable<void> LeaderElector::State::run(std::shared_ptr<State> self) {
+  if (self->started_) {
     spdlog::error("leader election {}: run() called twice; an elector campaigns once",
-                  config_.lock->describe());
+                  self->config_.lock->describe());
     co_return;
   }
-  started_ = true;
-  executor_ = co_await net::this_coro::executor;
+  self->started_ = true;
+  self->executor_ = co_await net::this_coro::executor;
+  self->wake_.emplace(self->executor_);
+  std::exception_ptr failure;
+  try {
+    co_await self->campaign();
+  } catch (...) {
+    failure = std::current_exception();  // from a callback
+  }
+  co_await self->waitForInflight();
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+}
 
+net::awaitable<void> LeaderElector::State::campaign() {
   std::optional<Clock::TimePoint> acquiredAt = co_await acquire();
+  if (abandoned_) {
+    co_return;
+  }
   if (acquiredAt) {
     leading_ = true;
     metrics_.leaderOn();
@@ -110,19 +245,26 @@ net::awaitable<void> LeaderElector::run() {
     if (!stopping_) {
       co_await renew(*acquiredAt);
     }
+    if (abandoned_) {
+      co_return;
+    }
     leading_ = false;
     metrics_.leaderOff();
     spdlog::info("leader election: {} stopped leading {}", identity(), config_.lock->describe());
   }
   // client-go defers OnStoppedLeading, so it runs even for a candidate that never led, and
-  // after release(). We call it BEFORE releasing (deliberate): it is our only signal to the work
-  // the lease guards, and that work must have stopped before a successor can take the lease
-  // (what client-go's ReleaseOnCancel documentation demands of the caller).
-  config_.callbacks.onStoppedLeading();
+  // after release() without waiting for the work to stop. We await it BEFORE releasing
+  // (deliberate): it is our only signal to the work the lease guards, and that work must have
+  // stopped before a successor can take the lease (what client-go's ReleaseOnCancel
+  // documentation demands of the caller).
+  co_await config_.callbacks.onStoppedLeading();
+  if (abandoned_) {
+    co_return;
+  }
   co_await waitForInflight();
   // client-go releases when renew() returns with ReleaseOnCancel, whatever the reason. A request
   // that completed after we stopped waiting (stop() during acquire) may have made us holder too.
-  if (config_.releaseOnCancel && observedSelfAsHolder()) {
+  if (!abandoned_ && config_.releaseOnCancel && observedSelfAsHolder()) {
     co_await release();
   }
 }
@@ -137,13 +279,16 @@ net::awaitable<void> LeaderElector::run() {
 // also attempts exactly when the lease it observed expires. A dead leader is so replaced within
 // leaseDuration + retryPeriod (plus request latency) of its last renewal, a released lease within
 // retryPeriod. Safety does not change: expiry is still judged from when the change was seen.
-net::awaitable<std::optional<Clock::TimePoint>> LeaderElector::acquire() {
+net::awaitable<std::optional<Clock::TimePoint>> LeaderElector::State::acquire() {
   spdlog::info("leader election: {} attempting to acquire lease {}", identity(),
                config_.lock->describe());
   while (!stopping_) {
     const auto start = clock_.now();
     const bool acquired = co_await attempt(Operation::Kind::TryAcquireOrRenew,
                                            Clock::TimePoint::max(), /*stoppable=*/true);
+    if (abandoned_) {
+      break;
+    }
     maybeReportTransition();
     if (acquired) {
       co_return start;
@@ -171,7 +316,7 @@ net::awaitable<std::optional<Clock::TimePoint>> LeaderElector::acquire() {
 //  - A request still in flight at the deadline does not extend it (attempt() stops waiting).
 //  - Seeing another holder in the lock ends leadership at once: someone took the lease, and
 //    leading on until the deadline would make two leaders.
-net::awaitable<void> LeaderElector::renew(Clock::TimePoint acquiredAt) {
+net::awaitable<void> LeaderElector::State::renew(Clock::TimePoint acquiredAt) {
   auto lastRenew = acquiredAt;
   auto nextAttempt = clock_.now() + config_.retryPeriod;
   for (;;) {
@@ -209,9 +354,12 @@ net::awaitable<void> LeaderElector::renew(Clock::TimePoint acquiredAt) {
 
 // client-go's release runs with a timeout of RenewDeadline on a fresh context: so here, and it
 // is not cut short by stop() (stop() is what asked for it).
-net::awaitable<void> LeaderElector::release() {
+net::awaitable<void> LeaderElector::State::release() {
   const auto deadline = clock_.now() + config_.renewDeadline;
   const bool released = co_await attempt(Operation::Kind::Release, deadline, /*stoppable=*/false);
+  if (abandoned_) {
+    co_return;
+  }
   if (released) {
     spdlog::info("leader election: {} released lease {}", identity(), config_.lock->describe());
   } else {
@@ -221,7 +369,9 @@ net::awaitable<void> LeaderElector::release() {
   co_await waitForInflight();
 }
 
-net::awaitable<bool> LeaderElector::tryAcquireOrRenew() {
+// After every lock call: if the elector was destroyed meanwhile, the request ends here, touching
+// neither the clock nor the metrics nor the callbacks (which may be gone with their owner).
+net::awaitable<bool> LeaderElector::State::tryAcquireOrRenew() {
   const auto now = clock_.now();
   const auto wallNow = clock_.wallNow();
   LeaderElectionRecord record;
@@ -237,6 +387,9 @@ net::awaitable<bool> LeaderElector::tryAcquireOrRenew() {
     record.acquireTime = observedRecord_.acquireTime;
     record.leaderTransitions = observedRecord_.leaderTransitions;
     auto updated = co_await config_.lock->update(record);
+    if (abandoned_) {
+      co_return false;
+    }
     if (updated) {
       setObservedRecord(record);
       co_return true;
@@ -249,6 +402,9 @@ net::awaitable<bool> LeaderElector::tryAcquireOrRenew() {
 
   // 2. Obtain or create the record.
   auto got = co_await config_.lock->get();
+  if (abandoned_) {
+    co_return false;
+  }
   if (!got) {
     if (!got.error().isNotFound()) {
       spdlog::warn("leader election: error retrieving lock {}: {}", config_.lock->describe(),
@@ -256,6 +412,9 @@ net::awaitable<bool> LeaderElector::tryAcquireOrRenew() {
       co_return false;
     }
     auto created = co_await config_.lock->create(record);
+    if (abandoned_) {
+      co_return false;
+    }
     if (!created) {
       spdlog::warn("leader election: error initially creating lock {}: {}",
                    config_.lock->describe(), created.error().message());
@@ -288,6 +447,9 @@ net::awaitable<bool> LeaderElector::tryAcquireOrRenew() {
     record.leaderTransitions = got->record.leaderTransitions + 1;
   }
   auto updated = co_await config_.lock->update(record);
+  if (abandoned_) {
+    co_return false;
+  }
   if (!updated) {
     spdlog::warn("leader election: failed to update lock {}: {}", config_.lock->describe(),
                  updated.error().message());
@@ -300,9 +462,12 @@ net::awaitable<bool> LeaderElector::tryAcquireOrRenew() {
 // client-go's release, retrying on Conflict until `deadline`. Deliberate difference: whether we
 // hold the lease is judged from the record just read, not from the last observed one, so a
 // candidate that lost the lease unknowingly never blanks its successor's record.
-net::awaitable<bool> LeaderElector::releaseLease(Clock::TimePoint deadline) {
+net::awaitable<bool> LeaderElector::State::releaseLease(Clock::TimePoint deadline) {
   for (;;) {
     auto got = co_await config_.lock->get();
+    if (abandoned_) {
+      co_return false;
+    }
     if (!got) {
       spdlog::warn("leader election: error retrieving lock {} to release it: {}",
                    config_.lock->describe(), got.error().message());
@@ -318,6 +483,9 @@ net::awaitable<bool> LeaderElector::releaseLease(Clock::TimePoint deadline) {
     released.renewTime = wallNow;
     released.leaderTransitions = got->record.leaderTransitions;
     auto updated = co_await config_.lock->update(released);
+    if (abandoned_) {
+      co_return false;
+    }
     if (updated) {
       setObservedRecord(released);
       co_return true;
@@ -330,13 +498,13 @@ net::awaitable<bool> LeaderElector::releaseLease(Clock::TimePoint deadline) {
   }
 }
 
-net::awaitable<bool> LeaderElector::attempt(Operation::Kind kind, Clock::TimePoint deadline,
-                                            bool stoppable) {
+net::awaitable<bool> LeaderElector::State::attempt(Operation::Kind kind, Clock::TimePoint deadline,
+                                                   bool stoppable) {
   auto op = std::make_shared<Operation>(kind);
   inflight_ = op;
-  net::co_spawn(executor_, runOperation(op, deadline), net::detached);
-  while (!op->done && !(stoppable && stopping_) && clock_.now() < deadline) {
-    co_await timer_->waitUntil(deadline);
+  net::co_spawn(executor_, runOperation(shared_from_this(), op, deadline), rethrowUnhandled);
+  while (!op->done && !abandoned_ && !(stoppable && stopping_) && clock_.now() < deadline) {
+    co_await waitForWake(deadline);
   }
   if (!op->done) {
     co_return false;  // still in flight: run() waits for it before it returns
@@ -345,53 +513,73 @@ net::awaitable<bool> LeaderElector::attempt(Operation::Kind kind, Clock::TimePoi
   co_return op->succeeded;
 }
 
-net::awaitable<void> LeaderElector::runOperation(std::shared_ptr<Operation> op,
-                                                 Clock::TimePoint deadline) {
+// Static, holding the state: it may complete after the elector is gone. A request that throws
+// (a bug, bad_alloc) is a failed attempt like one that returns an error; an escaping exception
+// would otherwise leave `done` unset and run() waiting for ever.
+net::awaitable<void> LeaderElector::State::runOperation(std::shared_ptr<State> self,
+                                                        std::shared_ptr<Operation> op,
+                                                        Clock::TimePoint deadline) {
   bool succeeded = false;
-  if (op->kind == Operation::Kind::Release) {
-    succeeded = co_await releaseLease(deadline);
-  } else {
-    succeeded = co_await tryAcquireOrRenew();
+  try {
+    if (op->kind == Operation::Kind::Release) {
+      succeeded = co_await self->releaseLease(deadline);
+    } else {
+      succeeded = co_await self->tryAcquireOrRenew();
+    }
+  } catch (const std::exception& e) {
+    spdlog::warn("leader election: request on lock {} failed: {}", self->config_.lock->describe(),
+                 e.what());
+  } catch (...) {
+    spdlog::warn("leader election: request on lock {} failed with an unknown exception",
+                 self->config_.lock->describe());
   }
   op->succeeded = succeeded;
   op->done = true;
-  timer_->cancel();  // wakes whoever waits for this operation
+  self->wake_->notify();
 }
 
-net::awaitable<void> LeaderElector::waitForInflight() {
+net::awaitable<void> LeaderElector::State::waitForInflight() {
   while (inflight_ && !inflight_->done) {
-    co_await timer_->waitUntil(Clock::TimePoint::max());
+    co_await wake_->wait();
   }
   inflight_.reset();
 }
 
-net::awaitable<bool> LeaderElector::sleepUntil(Clock::TimePoint t) {
+net::awaitable<bool> LeaderElector::State::sleepUntil(Clock::TimePoint t) {
   while (!stopping_ && clock_.now() < t) {
-    co_await timer_->waitUntil(t);
+    co_await waitForWake(t);
   }
   co_return !stopping_;
 }
 
+net::awaitable<void> LeaderElector::State::waitForWake(Clock::TimePoint deadline) {
+  if (deadline == Clock::TimePoint::max()) {
+    co_await wake_->wait();
+  } else {
+    co_await wake_->waitUntil(clock_, deadline, Notifier::Place::Back);
+  }
+}
+
 // The holder's leaseDurationSeconds (from the record), counted from when WE saw it change.
-Clock::TimePoint LeaderElector::observedExpiry() const {
+Clock::TimePoint LeaderElector::State::observedExpiry() const {
   return observedTime_ + seconds(observedRecord_.leaseDurationSeconds);
 }
 
-bool LeaderElector::isLeaseValid(Clock::TimePoint now) const {
+bool LeaderElector::State::isLeaseValid(Clock::TimePoint now) const {
   return observedExpiry() > now;
 }
 
-bool LeaderElector::observedSelfAsHolder() const {
+bool LeaderElector::State::observedSelfAsHolder() const {
   return observedRecord_.holderIdentity == identity();
 }
 
-void LeaderElector::setObservedRecord(const LeaderElectionRecord& record) {
+void LeaderElector::State::setObservedRecord(const LeaderElectionRecord& record) {
   observedRecord_ = record;
   observedTime_ = clock_.now();
 }
 
 // client-go calls OnNewLeader in a goroutine; here it is a plain call (callbacks don't block).
-void LeaderElector::maybeReportTransition() {
+void LeaderElector::State::maybeReportTransition() {
   if (observedRecord_.holderIdentity == reportedLeader_) {
     return;
   }
@@ -402,7 +590,7 @@ void LeaderElector::maybeReportTransition() {
 }
 
 // wait.Jitter(d, JitterFactor): d + random * 1.2 * d, in [d, 2.2d).
-Clock::Duration LeaderElector::candidateWait() {
+Clock::Duration LeaderElector::State::candidateWait() {
   const double r = config_.random();
   const Clock::Duration d = config_.retryPeriod;
   return d - duration_cast<Clock::Duration>(std::chrono::duration<double, Clock::Duration::period>(

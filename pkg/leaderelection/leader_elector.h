@@ -12,25 +12,34 @@
 //   config.lock = &lock;
 //   config.name = "egress-gateway-operator";
 //   config.callbacks.onStartedLeading = [&] { startControllers(); };
-//   config.callbacks.onStoppedLeading = [&] { stopControllers(); };
+//   config.callbacks.onStoppedLeading = [&]() -> net::awaitable<void> {
+//     co_await stopControllersAndWaitForTheirWorkers();
+//   };
 //   auto elector = LeaderElector::create(clock, std::move(config), &registry);
 //   if (!elector) { spdlog::error("{}", elector.error()); ... }
 //   co_await (*elector)->run();   // returns when leadership is lost or stop() was called
 //
 // Like client-go's Run, run() campaigns once: after leadership is lost it returns and never
 // campaigns again (the process should exit or build a new elector). The elector is used from the
-// one thread that runs its io_context; isLeader() alone may be read from any thread. It must
-// outlive its run() coroutine.
+// one thread that runs its io_context; isLeader() alone may be read from any thread.
+//
+// Destroying the elector while run() is under way abandons the campaign: no further lock
+// request starts, no callback runs any more (not even onStoppedLeading: whoever destroys a leading
+// elector stops the guarded work itself), nothing is released, and run() returns once the lock
+// request in flight, if any, has completed. Its coroutines share their state, so none touches the
+// destroyed elector; the lock must outlive that last request (keep it until run() returned or
+// the io_context is gone). A lock operation that throws counts as a failed attempt.
 //
 // Deliberate differences from client-go, each safer (the reasons are at the code):
 //  - The renew deadline counts from the start of the last successful renewal, not from the
 //    start of a polling round (client-go's allows up to retryPeriod + renewDeadline), and a
 //    request still in flight at the deadline does not extend leadership.
 //  - A leader that reads another holder in the lock stops leading at once.
-//  - onStoppedLeading runs before the release, not after it.
+//  - onStoppedLeading is awaited, and the lease is released only after it completed (client-go
+//    calls it after the release, without waiting for the work it stops).
 //  - release() blanks the lease only if the record it just read names this candidate.
-//  - isLeader() means "between onStartedLeading and onStoppedLeading", not "the last observed
-//    record names me" (client-go's IsLeader).
+//  - isLeader() means "from onStartedLeading until onStoppedLeading begins", not "the last
+//    observed record names me" (client-go's IsLeader).
 //  - validateConfig also demands that the whole seconds written to the lease exceed
 //    renewDeadline.
 //  - A waiting candidate retries every retryPeriod * (0.8, 1], not * [1, 2.2), and also right when
@@ -40,19 +49,15 @@
 //    record's JSON, whose times are whole seconds, so two renewals within a second look alike).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 
-#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
 #include "pkg/base/clock.h"
 #include "pkg/base/result.h"
-#include "pkg/leaderelection/leader_metrics.h"
 #include "pkg/leaderelection/lease_lock.h"
 
 namespace prometheus {
@@ -67,12 +72,16 @@ inline constexpr double kJitterFactor = 1.2;
 // Ours wait retryPeriod * (1 - random * kCandidateJitter): see acquire() for why.
 inline constexpr double kCandidateJitter = 0.2;
 
-// Called on the io_context's thread; they must not block. onStartedLeading starts the work that
-// needs the lease; onStoppedLeading must stop it (it is also called, as in client-go, when run()
-// ends without ever having led).
+// Called on the io_context's thread; none may block the thread. onStartedLeading starts the work
+// that needs the lease. onStoppedLeading stops that work and completes once it has stopped; run()
+// awaits it, and only then releases the lease (releaseOnCancel). It is also called, as in
+// client-go, when run() ends without ever having led. The lease is no longer renewed while it
+// runs, so it should complete within leaseDuration - renewDeadline (5 s with the defaults):
+// after a failed renewal that is all the time left before another candidate may take over (after
+// stop() it is leaseDuration - retryPeriod). It must not throw.
 struct LeaderCallbacks {
   std::function<void()> onStartedLeading;
-  std::function<void()> onStoppedLeading;
+  std::function<net::awaitable<void>()> onStoppedLeading;
   // Optional: the holder this candidate observed changed (also its first observation).
   std::function<void(const std::string& identity)> onNewLeader;
 };
@@ -87,7 +96,7 @@ struct LeaderElectionConfig {
   std::string name;
   // When run() ends while this candidate holds the lease, write it back released (empty
   // holder, leaseDurationSeconds 1) so a successor need not wait out leaseDuration. Whatever the
-  // lease guards must be stopped by onStoppedLeading, which runs before the release.
+  // lease guards must be stopped by onStoppedLeading, which completes before the release.
   bool releaseOnCancel = false;
   LeaderCallbacks callbacks;
   // Uniform in [0, 1), for the jitter; empty = a seeded std::mt19937.
@@ -101,83 +110,38 @@ Result<Ok, std::string> validateConfig(const LeaderElectionConfig& config);
 class LeaderElector {
  public:
   // Validates `config` (validateConfig) and sets leader_election_master_status{name} to 0.
-  // `registry` may be null (no metrics). `clock` must outlive the elector.
+  // `registry` may be null (no metrics). `clock` and `registry` must outlive the elector.
   static Result<std::unique_ptr<LeaderElector>, std::string> create(Clock& clock,
                                                                     LeaderElectionConfig config,
                                                                     prometheus::Registry* registry);
+  // Abandons a campaign under way (see the top of this file).
   ~LeaderElector();
   LeaderElector(const LeaderElector&) = delete;
   LeaderElector& operator=(const LeaderElector&) = delete;
 
   // Campaigns until this candidate leads, then renews until it loses the lease or stop() is
-  // called. Returns only after every lock request it started has completed. Call once.
+  // called; then awaits onStoppedLeading and releases (releaseOnCancel). Returns only after every
+  // lock request it started has completed, also when the elector was destroyed meanwhile. Call
+  // once.
   net::awaitable<void> run();
-  // Ends run(): at once if campaigning or waiting, else when the lock request in flight returns.
-  // Releases the lease first if releaseOnCancel is set and this candidate holds it.
+  // Ends the campaign or the leadership at once (a lock request in flight is no longer waited
+  // for); run() then awaits onStoppedLeading, waits for that request and releases the lease if
+  // releaseOnCancel is set and this candidate holds it.
   void stop();
 
-  // True between onStartedLeading and onStoppedLeading.
-  bool isLeader() const { return leading_.load(); }
+  // True from onStartedLeading until onStoppedLeading begins.
+  bool isLeader() const;
   // The holder of the last record observed ("" if none or released).
-  const std::string& getLeader() const { return observedRecord_.holderIdentity; }
-  const LeaderElectionRecord& observedRecord() const { return observedRecord_; }
-  const std::string& identity() const { return config_.lock->identity(); }
+  const std::string& getLeader() const;
+  const LeaderElectionRecord& observedRecord() const;
+  const std::string& identity() const;
 
  private:
-  // A lock request running as a coroutine of its own, so the elector can stop waiting for it at
-  // a deadline (a hung request must not keep a leader believing it leads).
-  struct Operation {
-    enum class Kind { TryAcquireOrRenew, Release };
-    explicit Operation(Kind k) : kind(k) {}
-    Kind kind;
-    bool done = false;
-    bool succeeded = false;
-  };
+  // Everything the elector's coroutines use, co-owned by them, so none outlives its object.
+  class State;
+  explicit LeaderElector(std::shared_ptr<State> state);
 
-  LeaderElector(Clock& clock, LeaderElectionConfig config, prometheus::Registry* registry);
-
-  // The start of the attempt that acquired the lease; nullopt after stop().
-  net::awaitable<std::optional<Clock::TimePoint>> acquire();
-  // Returns when leadership ends (renew failed for renewDeadline, lost to another holder, stop).
-  net::awaitable<void> renew(Clock::TimePoint acquiredAt);
-  net::awaitable<void> release();
-  net::awaitable<bool> tryAcquireOrRenew();
-  net::awaitable<bool> releaseLease(Clock::TimePoint deadline);
-
-  // Starts `kind` and waits until it completes, `deadline` passes or (if `stoppable`) stop();
-  // false unless it completed and succeeded. A request still in flight is left to finish on its
-  // own.
-  net::awaitable<bool> attempt(Operation::Kind kind, Clock::TimePoint deadline, bool stoppable);
-  net::awaitable<void> runOperation(std::shared_ptr<Operation> op, Clock::TimePoint deadline);
-  // Waits for the request left in flight by attempt(), if any.
-  net::awaitable<void> waitForInflight();
-  // Sleeps until `t`; false if stop() was called.
-  net::awaitable<bool> sleepUntil(Clock::TimePoint t);
-
-  // When the observed lease runs out, by the local clock: observedTime_ + its leaseDuration.
-  Clock::TimePoint observedExpiry() const;
-  bool isLeaseValid(Clock::TimePoint now) const;
-  bool observedSelfAsHolder() const;
-  void setObservedRecord(const LeaderElectionRecord& record);
-  void maybeReportTransition();
-  Clock::Duration candidateWait();
-
-  Clock& clock_;
-  LeaderElectionConfig config_;
-  LeaderMetrics metrics_;
-  std::unique_ptr<Timer> timer_;
-  net::any_io_executor executor_;
-
-  LeaderElectionRecord observedRecord_;
-  Clock::TimePoint observedTime_{};
-  // client-go's observedRawRecord: the record the last get() returned, to notice a change.
-  std::optional<LeaderElectionRecord> lastFetched_;
-  std::string reportedLeader_;
-
-  std::shared_ptr<Operation> inflight_;
-  std::atomic<bool> leading_{false};
-  bool started_ = false;
-  bool stopping_ = false;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace egress::leaderelection

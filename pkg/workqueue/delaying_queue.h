@@ -60,7 +60,7 @@ class DelayState : public std::enable_shared_from_this<DelayState<T, Hash>> {
     }
     if (!running_) {
       running_ = true;
-      net::co_spawn(executor_, run(this->shared_from_this()), rethrowIfSet);
+      net::co_spawn(executor_, run(this->shared_from_this()), rethrowUnhandled);
     } else if (readyAt < armedFor_) {
       timer_->cancel();  // re-arm for the new, earlier head
     }

@@ -8,7 +8,10 @@
 //   - re-entrant: an item added while a worker processes it is queued again once the worker
 //     calls done(), so the change is not lost;
 //   - stoppable: shutDown() releases waiting workers, shutDownWithDrain() also waits for the
-//     items in flight.
+//     items in flight;
+//   - lossless: an item handed to a getter reaches its caller. A get() whose caller gives up
+//     (Asio cancellation, e.g. losing `get() || timer`) takes nothing; get(timeout) waits with
+//     a timeout on the queue's Clock.
 //
 //   while (auto key = co_await queue.get()) {   // nullopt: the queue is shut down
 //     co_await reconcile(*key);
@@ -22,7 +25,6 @@
 
 #include <chrono>
 #include <deque>
-#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -36,9 +38,9 @@
 #include <boost/asio/co_spawn.hpp>
 
 #include "pkg/base/clock.h"
+#include "pkg/base/notifier.h"
 #include "pkg/workqueue/metrics.h"
 #include "pkg/workqueue/queue_config.h"
-#include "pkg/workqueue/waiter_list.h"
 
 namespace egress::workqueue {
 
@@ -50,13 +52,6 @@ inline constexpr std::chrono::milliseconds kUnfinishedWorkUpdatePeriod{500};
 
 namespace detail {
 
-// Background coroutines must not fail silently: rethrow out of io_context::run().
-inline void rethrowIfSet(const std::exception_ptr& e) {
-  if (e) {
-    std::rethrow_exception(e);
-  }
-}
-
 inline double toSeconds(Clock::Duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -65,8 +60,9 @@ inline double toSeconds(Clock::Duration d) {
 template <class T, class Hash>
 class QueueState {
  public:
-  QueueState(Clock& clock, std::unique_ptr<QueueMetrics> metrics)
-      : clock_(&clock), metrics_(std::move(metrics)) {
+  QueueState(Clock& clock, const net::any_io_executor& executor,
+             std::unique_ptr<QueueMetrics> metrics)
+      : clock_(&clock), getters_(executor), drainers_(executor), metrics_(std::move(metrics)) {
     if (metrics_) {
       ticker_ = clock.makeTimer();
     }
@@ -89,22 +85,33 @@ class QueueState {
       return;  // done() queues it again
     }
     queue_.push_back(item);
-    getters_.signalOne();
+    getters_.notifyOne();
   }
 
-  static net::awaitable<std::optional<T>> get(std::shared_ptr<QueueState> self) {
-    bool rewait = false;
+  // Takes the next item, waiting for one until `deadline` (max: no deadline). Deciding between
+  // "an item" and "nothing" happens here, in one step after one wake-up: a getter woken for an
+  // item in the tick its deadline passes takes the item, and one whose caller gave up (Asio
+  // cancellation) takes nothing and passes the wake-up on (Notifier). Nothing is lost either way.
+  static net::awaitable<std::optional<T>> get(std::shared_ptr<QueueState> self,
+                                              Clock::TimePoint deadline) {
+    auto place = Notifier::Place::Back;
     while (self->queue_.empty() && !self->shuttingDown_) {
-      const bool signalled = co_await self->getters_.wait(rewait);
-      if (!signalled) {
-        // Cancelled by the caller (e.g. `get() || timeout`): give up without taking an item,
-        // so nothing is lost.
-        co_return std::nullopt;
+      bool woken = false;
+      if (deadline == Clock::TimePoint::max()) {
+        woken = co_await self->getters_.wait(place);
+      } else {
+        woken = co_await self->getters_.waitUntil(*self->clock_, deadline, place);
       }
-      rewait = true;
+      if (!woken) {
+        co_return std::nullopt;  // timed out or cancelled, without taking anything
+      }
+      // Woken but possibly beaten to the item by a running coroutine: wait again, keeping our
+      // place in line.
+      place = Notifier::Place::Front;
     }
-    // Even after shutdown, what is still queued is handed out; nullopt only once it is empty.
-    if (self->queue_.empty()) {
+    // Even after shutdown, what is still queued is handed out; nullopt only once it is empty, or
+    // when the queue is gone (its caller could not call done()).
+    if (self->queue_.empty() || self->destroyed_) {
       co_return std::nullopt;
     }
     T item = std::move(self->queue_.front());
@@ -141,10 +148,10 @@ class QueueState {
     processing_.erase(it);
     if (dirty_.contains(item)) {
       queue_.push_back(item);
-      getters_.signalOne();
+      getters_.notifyOne();
     }
     if (processing_.empty()) {
-      drainers_.signalAll();
+      drainers_.notify();
     }
   }
 
@@ -156,21 +163,28 @@ class QueueState {
   void shutDown(bool drain) {
     drain_ = drain;
     shuttingDown_ = true;
-    getters_.signalAll();
+    getters_.notify();
     if (!drain) {
-      drainers_.signalAll();
+      drainers_.notify();
     }
     if (ticker_) {
       ticker_->cancel();
     }
   }
 
+  // The Queue handle is being destroyed: shut down, and hand out nothing more, not even to a
+  // getter woken for an item just before.
+  void abandon() {
+    destroyed_ = true;
+    shutDown(false);
+  }
+
   // The second half of ShutDownWithDrain: waits until no item is being processed. Items still
   // queued do not count (client-go waits on the processing set only).
   static net::awaitable<void> waitForDrain(std::shared_ptr<QueueState> self) {
     while (!self->processing_.empty() && self->drain_) {
-      const bool signalled = co_await self->drainers_.wait(false);
-      if (!signalled) {
+      const bool woken = co_await self->drainers_.wait();
+      if (!woken) {
         co_return;
       }
     }
@@ -201,6 +215,7 @@ class QueueState {
   }
 
   QueueMetrics* metrics() { return metrics_.get(); }
+  Clock& clock() { return *clock_; }
 
  private:
   void updateUnfinishedWork() {
@@ -227,8 +242,9 @@ class QueueState {
   std::unordered_set<T, Hash> processing_;
   bool shuttingDown_ = false;
   bool drain_ = false;
-  WaiterList getters_;
-  WaiterList drainers_;
+  bool destroyed_ = false;
+  Notifier getters_;
+  Notifier drainers_;
 
   std::unique_ptr<QueueMetrics> metrics_;
   std::unique_ptr<Timer> ticker_;
@@ -243,8 +259,8 @@ template <class T, class Hash = std::hash<T>>
 class Queue {
  public:
   explicit Queue(const QueueConfig<T>& config) : Queue(config, /*withRetries=*/false) {}
-  // Shuts the queue down: parked getters wake up with nullopt.
-  virtual ~Queue() { state_->shutDown(false); }
+  // Shuts the queue down: parked getters wake up with nullopt, even those woken for an item.
+  virtual ~Queue() { state_->abandon(); }
   Queue(const Queue&) = delete;
   Queue& operator=(const Queue&) = delete;
 
@@ -254,8 +270,17 @@ class Queue {
 
   // Waits for an item and marks it as being processed; the caller must call done(item) when
   // finished. nullopt once the queue is shut down and empty (the worker should exit), or if
-  // the wait was cancelled through Asio.
-  net::awaitable<std::optional<T>> get() { return State::get(state_); }
+  // the wait was cancelled through Asio (then nothing was taken).
+  net::awaitable<std::optional<T>> get() { return State::get(state_, Clock::TimePoint::max()); }
+  // Like get(), but gives up after `timeout` on the queue's Clock: nullopt then, with nothing
+  // taken; shuttingDown() tells that apart from a shut-down queue. An item that arrives in the
+  // very tick the timeout passes is returned, not dropped.
+  net::awaitable<std::optional<T>> get(Clock::Duration timeout) {
+    const auto now = state_->clock().now();
+    const auto deadline =
+        timeout >= Clock::TimePoint::max() - now ? Clock::TimePoint::max() : now + timeout;
+    return State::get(state_, deadline);
+  }
 
   // Marks `item` as processed; if it was added again meanwhile, it goes back in the queue.
   void done(const T& item) { state_->done(item); }
@@ -286,13 +311,13 @@ class Queue {
   Queue(const QueueConfig<T>& config, bool withRetries) : name_(config.name) {
     auto metrics = QueueMetrics::create(config.registry, config.name, withRetries, &metricsError_);
     const bool withMetrics = metrics != nullptr;
-    state_ = std::make_shared<State>(config.clock, std::move(metrics));
+    state_ = std::make_shared<State>(config.clock, config.executor, std::move(metrics));
     // As in client-go, the refresh runs only when there are metrics to refresh.
     if (withMetrics) {
       net::co_spawn(
           config.executor,
           State::updateUnfinishedWorkLoop(state_, config.clock.now() + kUnfinishedWorkUpdatePeriod),
-          detail::rethrowIfSet);
+          rethrowUnhandled);
     }
   }
 

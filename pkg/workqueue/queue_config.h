@@ -25,8 +25,9 @@ struct QueueConfig {
   std::string name;
   // Must outlive the queue.
   Clock& clock;
-  // Runs the queue's background coroutines (delayed adds, the unfinished-work refresh). Getters
-  // and drainers run on whatever executor awaits them; it must be the same single thread.
+  // Runs the queue's background coroutines (delayed adds, the unfinished-work refresh) and the
+  // timers its getters and drainers park on. Callers may await the queue from another executor
+  // only if it runs on the same single thread.
   boost::asio::any_io_executor executor;
   // Null: no metrics. Must outlive the queue.
   prometheus::Registry* registry = nullptr;

@@ -2,10 +2,12 @@
 //
 // One leader-election candidate as a process of its own, for leader_election_test.cc: a
 // LeaderElector on a RealClock over a KubeLeaseLock, with releaseOnCancel. It writes
-// "<leader|follower> <CLOCK_MONOTONIC ns>\n" to --status-file at start (follower) and on every
-// change, atomically (write + rename), so the test can read who believes it leads and since when
-// on the same monotonic clock. SIGTERM/SIGINT stop it gracefully (the lease is released); it
-// also stops if its parent dies, so a crashed test leaves no candidates behind.
+// "<leader|draining|follower> <CLOCK_MONOTONIC ns>\n" to --status-file at start (follower) and on
+// every change, atomically (write + rename), so the test can read who believes it leads and since
+// when on the same monotonic clock. "draining" stands for the guarded work still stopping after
+// leadership ended: onStoppedLeading takes --drain to complete, and only then is the lease
+// released. SIGTERM/SIGINT stop it gracefully (the lease is released); it also stops if its
+// parent dies, so a crashed test leaves no candidates behind.
 //
 // Exit codes: 0 after a graceful stop, 1 when leadership was lost (as controller-runtime exits
 // on "leader election lost"), 2 for bad flags or configuration.
@@ -16,11 +18,14 @@
 #include <cstring>
 #include <string>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
 #include "pkg/base/clock.h"
@@ -66,6 +71,16 @@ struct Process {
   pid_t parent = getppid();
 };
 
+// The work the lease guards takes `drain` to stop once leadership ended.
+net::awaitable<void> stopWork(const std::string* statusFile, std::chrono::milliseconds drain) {
+  writeStatus(*statusFile, "draining");
+  net::steady_timer timer(co_await net::this_coro::executor);
+  timer.expires_after(drain);
+  auto [ec] = co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+  (void)ec;
+  writeStatus(*statusFile, "follower");
+}
+
 net::awaitable<void> runElector(Process* p) {
   co_await p->elector->run();
   p->finished = true;
@@ -101,6 +116,7 @@ int main(int argc, char** argv) {
   std::chrono::milliseconds leaseDuration{15'000};
   std::chrono::milliseconds renewDeadline{10'000};
   std::chrono::milliseconds retryPeriod{2'000};
+  std::chrono::milliseconds drain{0};
   flags.addString("kubeconfig", kubeconfig, "Path to the kubeconfig file.");
   flags.addString("namespace", ns, "Namespace of the Lease.");
   flags.addString("lease", lease, "Name of the Lease.");
@@ -109,6 +125,7 @@ int main(int argc, char** argv) {
   flags.addDuration("lease-duration", leaseDuration, "LeaseDuration.");
   flags.addDuration("renew-deadline", renewDeadline, "RenewDeadline.");
   flags.addDuration("retry-period", retryPeriod, "RetryPeriod.");
+  flags.addDuration("drain", drain, "How long the guarded work takes to stop after leading.");
   if (auto err = flags.parse(argc, argv); !err.empty()) {
     std::fprintf(stderr, "elector_process: %s\n", err.c_str());
     return kExitUsage;
@@ -154,7 +171,7 @@ int main(int argc, char** argv) {
   config.name = lease;
   config.releaseOnCancel = true;
   config.callbacks.onStartedLeading = [&statusFile] { writeStatus(statusFile, "leader"); };
-  config.callbacks.onStoppedLeading = [&statusFile] { writeStatus(statusFile, "follower"); };
+  config.callbacks.onStoppedLeading = [&statusFile, drain] { return stopWork(&statusFile, drain); };
   config.callbacks.onNewLeader = [](const std::string& holder) {
     spdlog::info("new leader observed: \"{}\"", holder);
   };

@@ -1,9 +1,10 @@
 // End-to-end test of pkg/leaderelection with real processes against the real control plane:
 // candidates are elector_process children (posix_spawn) contending for one Lease with short
-// timings. It checks the safety property at every sample (never two processes that believe they
-// lead, and the Lease names the one that does) and measures the two handovers: after the leader
-// is SIGKILLed (the lease must expire) and after it is SIGTERMed (the lease is released).
-// Numbers are printed so they can be quoted.
+// timings. It checks the safety property at every sample (never two processes doing guarded work,
+// leading or still draining, and the Lease names the one that leads) and measures the two
+// handovers: after the leader is SIGKILLed (the lease must expire) and after it is SIGTERMed (the
+// lease is released, but only once the work it guarded has drained). Numbers are printed so they
+// can be quoted.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -45,6 +46,10 @@ using testenv::controlPlane;
 constexpr auto kLeaseDuration = 4s;
 constexpr auto kRenewDeadline = 3s;
 constexpr auto kRetryPeriod = 1s;
+// How long each candidate's guarded work takes to stop after it stopped leading (its
+// onStoppedLeading hook); shorter than leaseDuration - retryPeriod, so the lease it no longer
+// renews meanwhile is still valid when it releases it.
+constexpr auto kDrain = 1500ms;
 // Request latency on a shared 2-core machine and the 20 ms status sampling: the only slack the
 // takeover bounds get.
 constexpr auto kSlack = 250ms;
@@ -54,7 +59,7 @@ double seconds(Clock::duration d) {
 }
 
 struct Status {
-  std::string state;  // "leader" or "follower"
+  std::string state;  // "leader", "draining" (its work is still stopping) or "follower"
   Clock::time_point since;
 };
 
@@ -76,10 +81,15 @@ class Candidate {
         statusFile_(dir + "/" + identity + ".status"),
         logFile_(dir + "/" + identity + ".log") {
     std::vector<std::string> args = {
-        EGRESS_ELECTOR_PROCESS,         "--kubeconfig=" + controlPlane().kubeconfig(),
-        "--namespace=default",          "--lease=" + lease,
-        "--identity=" + identity,       "--lease-duration=4s",
-        "--renew-deadline=3s",          "--retry-period=1s",
+        EGRESS_ELECTOR_PROCESS,
+        "--kubeconfig=" + controlPlane().kubeconfig(),
+        "--namespace=default",
+        "--lease=" + lease,
+        "--identity=" + identity,
+        "--lease-duration=4s",
+        "--renew-deadline=3s",
+        "--retry-period=1s",
+        "--drain=" + std::to_string(std::chrono::milliseconds(kDrain).count()) + "ms",
         "--status-file=" + statusFile_,
     };
     std::vector<char*> argv;
@@ -132,6 +142,11 @@ class Candidate {
   bool believesItLeads() const {
     auto s = status();
     return running() && s && s->state == "leader";
+  }
+  // True if running and leading, or still stopping the work it did as leader.
+  bool works() const {
+    auto s = status();
+    return running() && s && s->state != "follower";
   }
   void signal(int sig) { kill(pid_, sig); }
   // Waits up to `timeout` for the process to exit; its wait status, if it did.
@@ -211,26 +226,32 @@ class LeaderElectionE2E : public ::testing::Test {
     return got->record;
   }
 
-  // Every running candidate that believes it leads.
-  std::vector<Candidate*> leaders() {
+  // Every candidate for which `pred` holds.
+  std::vector<Candidate*> select(bool (Candidate::*pred)() const) {
     std::vector<Candidate*> out;
     for (auto& c : candidates_) {
-      if (c->believesItLeads()) {
+      if (((*c).*pred)()) {
         out.push_back(c.get());
       }
     }
     return out;
   }
+  // Every running candidate that believes it leads.
+  std::vector<Candidate*> leaders() { return select(&Candidate::believesItLeads); }
+  // Every running candidate doing guarded work: leading or draining.
+  std::vector<Candidate*> workers() { return select(&Candidate::works); }
 
-  // One sample of the safety property: at most one candidate believes it leads; and when the
-  // beliefs are the same before and after reading the Lease, the Lease names that leader.
+  // One sample of the safety property: at most one candidate does guarded work (leads, or still
+  // drains what it did as leader); and when the leader is the same before and after reading the
+  // Lease, the Lease names it.
   void checkSample(const char* phase) {
+    auto working = workers();
+    ASSERT_LE(working.size(), 1u) << phase << ": " << working[0]->identity() << " and "
+                                  << working[1]->identity() << " both work";
     auto before = leaders();
-    ASSERT_LE(before.size(), 1u) << phase << ": " << before[0]->identity() << " and "
-                                 << before[1]->identity() << " both believe they lead";
     auto record = leaseRecord();
     auto after = leaders();
-    ASSERT_LE(after.size(), 1u) << phase << ": two leaders";
+    ASSERT_LE(workers().size(), 1u) << phase << ": two workers";
     ++samples_;
     if (before.size() == 1 && after == before) {
       ASSERT_TRUE(record) << phase << ": no Lease while " << before[0]->identity() << " leads";
@@ -272,8 +293,9 @@ class LeaderElectionE2E : public ::testing::Test {
 
 // §3.2 end to end: one leader at a time (sampled every 100 ms for 10 s, then every 20 ms through
 // both handovers), takeover after SIGKILL within leaseDuration + retryPeriod (§3.2.2,
-// §3.2.4.4, §3.2.5), and after SIGTERM (graceful: ReleaseOnCancel, §3.2.7) within retryPeriod +
-// 1 s because a released lease is taken at once (§3.2.4.4).
+// §3.2.4.4, §3.2.5), and after SIGTERM (graceful: ReleaseOnCancel, §3.2.7) only once the old
+// leader's work drained (issue 8 item 8), then within retryPeriod + 1 s because a released lease
+// is taken at once (§3.2.4.4).
 TEST_F(LeaderElectionE2E, OneLeaderAtATimeAcrossKillAndGracefulHandover) {
   Candidate& a = spawn("a");
   Candidate& b = spawn("b");
@@ -364,25 +386,28 @@ TEST_F(LeaderElectionE2E, OneLeaderAtATimeAcrossKillAndGracefulHandover) {
   ASSERT_TRUE(survivor.believesItLeads());
   ASSERT_FALSE(restarted.believesItLeads());
 
-  // SIGTERM the leader: it stops leading, releases the lease (empty holder) and exits 0; the
-  // restarted candidate takes the released lease at its next attempt.
+  // SIGTERM the leader: it stops leading, drains its work for kDrain, only then releases the
+  // lease (empty holder) and exits 0; the restarted candidate takes the released lease at its
+  // next attempt.
   const auto termAt = Clock::now();
   survivor.signal(SIGTERM);
-  const auto termBound = kRetryPeriod + 1s;
+  const auto termBound = kDrain + kRetryPeriod + 1s;
   ASSERT_TRUE(sampleUntilLeads(restarted, termBound + 5s, "after SIGTERM"))
       << restarted.identity() << " did not take over";
   const auto termTakeover = restarted.status()->since - termAt;
   auto exited = survivor.reap(10s);
   ASSERT_TRUE(exited) << survivor.identity() << " did not exit after SIGTERM";
   EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 0) << "wait status " << *exited;
-  const auto stoppedAt = survivor.status()->since;  // its "follower" line, before the release
+  // Its "follower" line, written when the drain ended, before the release.
+  const auto drainedAt = survivor.status()->since;
   std::printf(
-      "[leader-election] SIGTERM %s -> it stopped leading after %.3f s; %s leads after "
-      "%.3f s (bound %.1f s = retryPeriod + 1 s)\n",
-      survivor.identity().c_str(), seconds(stoppedAt - termAt), restarted.identity().c_str(),
-      seconds(termTakeover), seconds(termBound));
+      "[leader-election] SIGTERM %s -> its work drained after %.3f s (drain %.1f s); %s leads "
+      "after %.3f s (bound %.1f s = drain + retryPeriod + 1 s)\n",
+      survivor.identity().c_str(), seconds(drainedAt - termAt), seconds(kDrain),
+      restarted.identity().c_str(), seconds(termTakeover), seconds(termBound));
   EXPECT_LE(termTakeover, termBound);
-  EXPECT_LT(stoppedAt, restarted.status()->since);
+  EXPECT_GE(drainedAt - termAt, kDrain);
+  EXPECT_LT(drainedAt, restarted.status()->since) << "took over while the old leader drained";
   auto afterTerm = leaseRecord();
   ASSERT_TRUE(afterTerm);
   EXPECT_EQ(afterTerm->holderIdentity, restarted.identity());

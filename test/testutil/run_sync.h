@@ -5,13 +5,14 @@
 // constructor: co_spawn's own completion handler would demand one, which Result lacks.
 #pragma once
 
-#include <exception>
 #include <optional>
 #include <stdexcept>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+
+#include "pkg/base/clock.h"
 
 namespace egress::testutil {
 
@@ -20,17 +21,11 @@ boost::asio::awaitable<void> storeResult(boost::asio::awaitable<T> task, std::op
   out->emplace(co_await std::move(task));
 }
 
-inline void rethrowIfSet(const std::exception_ptr& e) {
-  if (e) {
-    std::rethrow_exception(e);
-  }
-}
-
 // Starts `task`; `out` is filled when it finishes (drive the io_context meanwhile).
 template <class T>
 void spawnInto(boost::asio::io_context& ioc, boost::asio::awaitable<T> task,
                std::optional<T>& out) {
-  boost::asio::co_spawn(ioc, storeResult(std::move(task), &out), rethrowIfSet);
+  boost::asio::co_spawn(ioc, storeResult(std::move(task), &out), rethrowUnhandled);
 }
 
 template <class T>

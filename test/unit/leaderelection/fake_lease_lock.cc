@@ -1,7 +1,6 @@
 #include "test/unit/leaderelection/fake_lease_lock.h"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <stdexcept>
 
 namespace egress::leaderelection::testing {
 namespace {
@@ -13,6 +12,14 @@ kube::Error apiError(int code, const char* reason) {
   status.reason = reason;
   status.message = std::string("fake: ") + reason;
   return kube::Error::api(code, status);
+}
+
+// Throws when `*pending` > 0, counting it down.
+void maybeThrow(int* pending, const char* verb) {
+  if (*pending > 0) {
+    --*pending;
+    throw std::runtime_error(std::string("fake: ") + verb + " threw");
+  }
 }
 
 }  // namespace
@@ -31,9 +38,7 @@ kube::Error serverError() {
 }
 
 FakeLeaseStore::FakeLeaseStore(const net::any_io_executor& executor, const Clock& clock)
-    : clock_(&clock), gate_(executor) {
-  gate_.expires_at(boost::asio::steady_timer::time_point::max());
-}
+    : clock_(&clock), gate_(executor) {}
 
 void FakeLeaseStore::setRecord(LeaderElectionRecord record) {
   record_ = std::move(record);
@@ -43,7 +48,7 @@ void FakeLeaseStore::setRecord(LeaderElectionRecord record) {
 void FakeLeaseStore::releaseHung() {
   hangGets = false;
   hangUpdates = false;
-  gate_.cancel();
+  gate_.notify();
 }
 
 size_t FakeLeaseStore::count(const std::string& verb, const std::string& identity) const {
@@ -58,16 +63,14 @@ size_t FakeLeaseStore::count(const std::string& verb, const std::string& identit
 
 net::awaitable<void> FakeLeaseLock::waitWhileHung(const bool* hang) {
   while (*hang) {
-    // The gate never expires (set once; expires_at here would cancel the other waiters).
-    auto [ec] =
-        co_await store_->gate_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
-    (void)ec;
+    co_await store_->gate_.wait();
   }
 }
 
 net::awaitable<kube::Result<LockSnapshot>> FakeLeaseLock::get() {
   store_->calls_.push_back({"get", identity_, store_->clock_->now()});
   co_await waitWhileHung(&store_->hangGets);
+  maybeThrow(&store_->getThrows, "get");
   if (!store_->getErrors.empty()) {
     kube::Error e = store_->getErrors.front();
     store_->getErrors.pop_front();
@@ -83,6 +86,7 @@ net::awaitable<kube::Result<LockSnapshot>> FakeLeaseLock::get() {
 
 net::awaitable<kube::Result<Ok>> FakeLeaseLock::create(LeaderElectionRecord record) {
   store_->calls_.push_back({"create", identity_, store_->clock_->now()});
+  maybeThrow(&store_->createThrows, "create");
   if (!store_->createErrors.empty()) {
     kube::Error e = store_->createErrors.front();
     store_->createErrors.pop_front();
@@ -99,6 +103,7 @@ net::awaitable<kube::Result<Ok>> FakeLeaseLock::create(LeaderElectionRecord reco
 net::awaitable<kube::Result<Ok>> FakeLeaseLock::update(LeaderElectionRecord record) {
   store_->calls_.push_back({"update", identity_, store_->clock_->now()});
   co_await waitWhileHung(&store_->hangUpdates);
+  maybeThrow(&store_->updateThrows, "update");
   if (!store_->updateErrors.empty()) {
     kube::Error e = store_->updateErrors.front();
     store_->updateErrors.pop_front();

@@ -3,8 +3,8 @@
 // An in-memory LeaseLock for the elector's unit tests. FakeLeaseStore is the "API server" of one
 // lease, shared by any number of FakeLeaseLocks (one per candidate), with resourceVersion-based
 // optimistic concurrency. A test can play another holder (setRecord), touch the object without
-// changing the record, queue errors for the next calls, make calls hang until released, and read
-// the log of calls with the fake time each was made at.
+// changing the record, queue errors for the next calls, make calls throw or hang until released,
+// and read the log of calls with the fake time each was made at.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "pkg/base/clock.h"
+#include "pkg/base/notifier.h"
 #include "pkg/leaderelection/lease_lock.h"
 
 namespace egress::leaderelection::testing {
@@ -48,6 +48,11 @@ class FakeLeaseStore {
   std::deque<kube::Error> getErrors;
   std::deque<kube::Error> createErrors;
   std::deque<kube::Error> updateErrors;
+  // The next this many calls of each verb throw std::runtime_error (a bug, bad_alloc) instead of
+  // returning; checked before the errors above.
+  int getThrows = 0;
+  int createThrows = 0;
+  int updateThrows = 0;
   // While set, calls of that verb wait until releaseHung() (and then proceed normally).
   bool hangGets = false;
   bool hangUpdates = false;
@@ -63,7 +68,7 @@ class FakeLeaseStore {
   std::optional<LeaderElectionRecord> record_;
   int64_t resourceVersion_ = 0;
   std::vector<LockCall> calls_;
-  boost::asio::steady_timer gate_;
+  Notifier gate_;  // notified by releaseHung()
 };
 
 class FakeLeaseLock : public LeaseLock {

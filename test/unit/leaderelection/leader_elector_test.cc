@@ -53,6 +53,17 @@ net::awaitable<void> runElector(LeaderElector* elector, bool* finished) {
   *finished = true;
 }
 
+// An onStoppedLeading whose work stops at once.
+net::awaitable<void> noWork() {
+  co_return;
+}
+
+// An onStoppedLeading whose work takes `d` of fake time to stop.
+net::awaitable<void> drainFor(Clock* clock, Clock::Duration d, bool* drained) {
+  co_await clock->sleepFor(d);
+  *drained = true;
+}
+
 struct Candidate {
   std::unique_ptr<FakeLeaseLock> lock;
   std::unique_ptr<LeaderElector> elector;
@@ -79,6 +90,7 @@ class LeaderElectorTest : public ::testing::Test {
     config.callbacks.onStoppedLeading = [this, raw] {
       raw->events.push_back("stopped");
       raw->holderWhenStopped = store_.record() ? store_.record()->holderIdentity : "<none>";
+      return noWork();
     };
     config.callbacks.onNewLeader = [raw](const std::string& id) {
       raw->events.push_back("new:" + id);
@@ -93,7 +105,7 @@ class LeaderElectorTest : public ::testing::Test {
   }
 
   void start(Candidate& c) {
-    net::co_spawn(ioc_, runElector(c.elector.get(), &c.finished), testutil::rethrowIfSet);
+    net::co_spawn(ioc_, runElector(c.elector.get(), &c.finished), rethrowUnhandled);
     poll();
   }
 
@@ -118,6 +130,7 @@ class LeaderElectorTest : public ::testing::Test {
     poll();
   }
   void advance(Clock::Duration d) { advanceTo(clock_.now() + d); }
+  void expectAThrowIsAFailedAcquire();
   // Time since the test began.
   Clock::Duration elapsed() const { return clock_.now() - t0_; }
 
@@ -144,7 +157,7 @@ TEST(LeaderElectionConfigValidation, RejectsWhatClientGoRejects) {
     LeaderElectionConfig c;
     c.lock = &lock;
     c.callbacks.onStartedLeading = [] {};
-    c.callbacks.onStoppedLeading = [] {};
+    c.callbacks.onStoppedLeading = [] { return noWork(); };
     return c;
   };
   auto errorOf = [](const LeaderElectionConfig& c) {
@@ -615,10 +628,153 @@ TEST_F(LeaderElectorTest, RunCampaignsOnce) {
   poll();
   ASSERT_TRUE(a->finished);
   bool again = false;
-  net::co_spawn(ioc_, runElector(a->elector.get(), &again), testutil::rethrowIfSet);
+  net::co_spawn(ioc_, runElector(a->elector.get(), &again), rethrowUnhandled);
   poll();
   EXPECT_TRUE(again);
   EXPECT_EQ(store_.count("get"), 1u);
+}
+
+// Issue 8 item 9: a lock operation that throws is a failed attempt, like one that returns an
+// error: the candidate retries after retryPeriod and stop() still ends run().
+void LeaderElectorTest::expectAThrowIsAFailedAcquire() {
+  auto a = candidate("a");
+  start(*a);
+  EXPECT_FALSE(a->elector->isLeader());
+  advance(seconds(2));
+  EXPECT_TRUE(a->elector->isLeader());
+  a->elector->stop();
+  poll();
+  EXPECT_TRUE(a->finished);
+}
+
+TEST_F(LeaderElectorTest, ThrowingGetIsAFailedAttempt) {
+  store_.getThrows = 1;
+  expectAThrowIsAFailedAcquire();
+}
+
+TEST_F(LeaderElectorTest, ThrowingCreateIsAFailedAttempt) {
+  store_.createThrows = 1;
+  expectAThrowIsAFailedAcquire();
+}
+
+// Item 9: a renewal whose update throws is a failed renewal: the next one follows a retryPeriod
+// after it began; when they all throw, leadership ends at the renew deadline and run() returns.
+TEST_F(LeaderElectorTest, ThrowingUpdatesAreFailedRenewals) {
+  auto a = candidate("a");
+  start(*a);
+  store_.updateThrows = 1;
+  advanceTo(t0_ + seconds(2));
+  EXPECT_EQ(store_.count("update"), 1u);
+  advanceTo(t0_ + seconds(4));
+  EXPECT_EQ(store_.count("update"), 2u);
+  EXPECT_EQ(store_.record()->renewTime, clock_.wallNow());
+  store_.updateThrows = 1000;
+  store_.getThrows = 1000;
+  advanceTo(t0_ + milliseconds(13'999));
+  EXPECT_TRUE(a->elector->isLeader());
+  advanceTo(t0_ + seconds(14));
+  EXPECT_FALSE(a->elector->isLeader());
+  EXPECT_TRUE(a->finished);
+  EXPECT_THAT(a->events, ElementsAre("new:a", "started", "stopped"));
+}
+
+// Item 9: a release whose update throws ends run() at once; the lease is left to expire.
+TEST_F(LeaderElectorTest, ThrowingReleaseEndsRun) {
+  auto a = candidate("a", [](LeaderElectionConfig& c) { c.releaseOnCancel = true; });
+  start(*a);
+  store_.updateThrows = 1;
+  a->elector->stop();
+  poll();
+  EXPECT_TRUE(a->finished);
+  EXPECT_EQ(store_.record()->holderIdentity, "a");
+}
+
+// Issue 8 item 8: the lease is released only once the work it guards has stopped: the release
+// update is not issued while onStoppedLeading is still suspended (its work takes 1 s of fake
+// time to drain), and is right after it completed.
+TEST_F(LeaderElectorTest, ReleaseWaitsForTheGuardedWorkToDrain) {
+  bool drained = false;
+  auto a = candidate("a", [this, &drained](LeaderElectionConfig& c) {
+    c.releaseOnCancel = true;
+    c.callbacks.onStoppedLeading = [this, &drained] {
+      return drainFor(&clock_, seconds(1), &drained);
+    };
+  });
+  start(*a);
+  ASSERT_TRUE(a->elector->isLeader());
+  a->elector->stop();
+  poll();
+  EXPECT_FALSE(drained);
+  EXPECT_EQ(store_.record()->holderIdentity, "a") << "released while the work still ran";
+  EXPECT_EQ(store_.count("update"), 0u);
+  EXPECT_FALSE(a->finished);
+  advance(milliseconds(999));
+  EXPECT_EQ(store_.count("update"), 0u);
+  advance(milliseconds(1));
+  EXPECT_TRUE(drained);
+  EXPECT_EQ(store_.record()->holderIdentity, "");
+  EXPECT_EQ(store_.calls().back().at - t0_, seconds(1));
+  EXPECT_TRUE(a->finished);
+}
+
+// Issue 8 item 4: destroying the elector while the io_context runs is safe in every state (a
+// request in flight while acquiring, renewing or releasing; waiting for its next attempt; inside
+// onStoppedLeading): its coroutines touch no freed memory (ASan), start no further lock request,
+// call no callback, and run() still returns once the request in flight completed.
+TEST_F(LeaderElectorTest, DestroyedWhileRunning) {
+  enum class When { Acquiring, Renewing, Releasing, Waiting, Draining };
+  for (const When when :
+       {When::Acquiring, When::Renewing, When::Releasing, When::Waiting, When::Draining}) {
+    SCOPED_TRACE(static_cast<int>(when));
+    FakeLeaseStore store(ioc_.get_executor(), clock_);
+    auto lock = std::make_unique<FakeLeaseLock>(store, "a");
+    std::vector<std::string> events;
+    LeaderElectionConfig config;
+    config.lock = lock.get();
+    config.name = kName;
+    config.releaseOnCancel = true;
+    config.random = [] { return 0.0; };
+    config.callbacks.onStartedLeading = [&events] { events.push_back("started"); };
+    bool drained = false;
+    config.callbacks.onStoppedLeading = [this, &events, &drained] {
+      events.push_back("stopped");
+      return drainFor(&clock_, seconds(1), &drained);
+    };
+    if (when == When::Waiting) {
+      store.setRecord(otherHolder("other", 15, clock_.wallNow()));
+    }
+    store.hangGets = when == When::Acquiring;
+    auto created = LeaderElector::create(clock_, std::move(config), &registry_);
+    ASSERT_TRUE(created);
+    std::unique_ptr<LeaderElector> elector = std::move(*created);
+    bool finished = false;
+    net::co_spawn(ioc_, runElector(elector.get(), &finished), rethrowUnhandled);
+    poll();
+    if (when == When::Renewing) {
+      store.hangUpdates = true;
+      advance(seconds(2));
+    } else if (when == When::Releasing) {
+      store.hangUpdates = true;
+      elector->stop();
+      advance(seconds(1));  // the drain, then the release: get, and the update hangs
+      ASSERT_EQ(store.count("update"), 1u);
+    } else if (when == When::Draining) {
+      elector->stop();
+      poll();
+      ASSERT_FALSE(drained);
+    }
+    const auto eventsBefore = events;
+    const size_t callsBefore = store.calls().size();
+    elector.reset();
+    poll();
+    store.releaseHung();
+    advance(seconds(60));
+    EXPECT_TRUE(finished);
+    EXPECT_EQ(events, eventsBefore);
+    EXPECT_EQ(store.calls().size(), callsBefore) << "no request after the one in flight";
+    EXPECT_EQ(metricValue(registry_, "leader_election_master_status"), 0);
+    EXPECT_EQ(drained, when == When::Releasing || when == When::Draining);
+  }
 }
 
 }  // namespace

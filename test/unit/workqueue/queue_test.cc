@@ -401,6 +401,21 @@ TEST_F(WorkqueueTest, DestroyingTheQueueReleasesParkedGetters) {
   }
 }
 
+// Lifetime (issue 8, "any other hazard of the same kind"): a getter woken for an item just before
+// the queue is destroyed gets nullopt, not an item whose done() it could only call on the
+// destroyed queue.
+TEST_F(WorkqueueTest, GetterWokenJustBeforeTheQueueIsDestroyedTakesNothing) {
+  auto queue = std::make_unique<Queue<std::string>>(config());
+  std::optional<Item> got;
+  spawnInto(ioc_, getItem(queue.get()), got);
+  poll();
+  queue->add("a");
+  queue.reset();
+  poll();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, std::nullopt);
+}
+
 // runtime-anchors §2.1 item 2, cancellation (our addition): a get() cancelled by Asio (here by
 // losing an `||` race to a timeout) leaves the line and takes nothing, so the next item goes
 // to the next getter.
@@ -416,6 +431,114 @@ TEST_F(WorkqueueTest, CancelledGetTakesNothing) {
   queue.add("a");
   EXPECT_EQ(queue.len(), 1u);
   EXPECT_EQ(getNow(queue), Item("a"));
+}
+
+// Issue 8 item 7: a getter in `get() || timeout` that is signalled in the same tick as its
+// timeout fires must not take the item when the timeout wins: the item is either what the race
+// returned or still queued, and never stuck in processing (on the old queue it was taken,
+// discarded by `||`, and no later getter ever saw it). A getter parked behind it receives it:
+// the loser passes its wake-up on.
+TEST_F(WorkqueueTest, GetRacedAgainstATimeoutInTheSameTickLosesNoItem) {
+  for (const bool secondGetter : {false, true}) {
+    SCOPED_TRACE(secondGetter ? "with a second getter" : "alone");
+    Queue<std::string> queue(config());
+    std::optional<std::variant<Item, bool>> raced;
+    spawnInto(ioc_, getOrTimeout(&queue, &clock_, seconds(1)), raced);
+    std::optional<Item> second;
+    if (secondGetter) {
+      spawnInto(ioc_, getItem(&queue), second);
+    }
+    poll();
+    clock_.advance(seconds(1));  // the timeout completes first...
+    queue.add("a");              // ...and the parked getter is signalled in the same tick
+    poll();
+    ASSERT_TRUE(raced.has_value());
+    ASSERT_EQ(raced->index(), 1u) << "the timeout completed first";
+    if (secondGetter) {
+      ASSERT_TRUE(second.has_value());
+      EXPECT_EQ(*second, Item("a"));
+    } else {
+      EXPECT_EQ(queue.len(), 1u);
+      EXPECT_EQ(getNow(queue), Item("a"));
+    }
+  }
+}
+
+// Item 7: get(timeout) returns nullopt when the time passes, takes nothing and leaves the line,
+// so the next item goes to the next getter; the queue is not shut down.
+TEST_F(WorkqueueTest, GetWithTimeoutGivesUpWithoutTakingAnything) {
+  Queue<std::string> queue(config());
+  std::optional<Item> timed;
+  spawnInto(ioc_, getWithin(&queue, seconds(1)), timed);
+  std::optional<Item> patient;
+  spawnInto(ioc_, getItem(&queue), patient);
+  poll();
+  advance(milliseconds(999));
+  EXPECT_FALSE(timed.has_value());
+  advance(milliseconds(1));
+  ASSERT_TRUE(timed.has_value());
+  EXPECT_EQ(*timed, std::nullopt);
+  EXPECT_FALSE(queue.shuttingDown());
+  EXPECT_EQ(clock_.waiters(), 0u);
+  queue.add("a");
+  poll();
+  ASSERT_TRUE(patient.has_value());
+  EXPECT_EQ(*patient, Item("a"));
+}
+
+// Item 7: an item that is queued, or arrives before the timeout, is returned at once.
+TEST_F(WorkqueueTest, GetWithTimeoutReturnsAnItemThatArrivesInTime) {
+  Queue<std::string> queue(config());
+  queue.add("a");
+  std::optional<Item> first;
+  spawnInto(ioc_, getWithin(&queue, seconds(1)), first);
+  poll();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(*first, Item("a"));
+  std::optional<Item> second;
+  spawnInto(ioc_, getWithin(&queue, seconds(1)), second);
+  advance(milliseconds(500));
+  queue.add("b");
+  poll();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(*second, Item("b"));
+  EXPECT_EQ(clock_.waiters(), 0u);
+}
+
+// Item 7: an item added in the very tick the timeout passes is returned (whichever of the two
+// the io_context runs first), never dropped.
+TEST_F(WorkqueueTest, GetWithTimeoutAndAnAddInTheSameTickReturnsTheItem) {
+  for (const bool timeoutFirst : {true, false}) {
+    SCOPED_TRACE(timeoutFirst ? "timeout first" : "add first");
+    Queue<std::string> queue(config());
+    std::optional<Item> got;
+    spawnInto(ioc_, getWithin(&queue, seconds(1)), got);
+    poll();
+    if (timeoutFirst) {
+      clock_.advance(seconds(1));
+      queue.add("a");
+    } else {
+      queue.add("a");
+      clock_.advance(seconds(1));
+    }
+    poll();
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(*got, Item("a"));
+    EXPECT_EQ(queue.len(), 0u);
+  }
+}
+
+// Item 7: shutDown() ends a get(timeout) at once with nullopt.
+TEST_F(WorkqueueTest, ShutDownEndsAGetWithTimeout) {
+  Queue<std::string> queue(config());
+  std::optional<Item> got;
+  spawnInto(ioc_, getWithin(&queue, hours(1)), got);
+  poll();
+  queue.shutDown();
+  poll();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, std::nullopt);
+  EXPECT_EQ(clock_.waiters(), 0u);
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ class WorkqueueTest : public ::testing::Test {
   // stays parked until the queue shuts down): a broken queue fails the test instead of hanging.
   Item getNow(Queue<std::string>& queue) {
     auto out = std::make_shared<std::optional<Item>>();
-    boost::asio::co_spawn(ioc_, getInto(&queue, out), testutil::rethrowIfSet);
+    boost::asio::co_spawn(ioc_, getInto(&queue, out), rethrowUnhandled);
     poll();
     return out->has_value() ? **out : Item("<blocked>");
   }
@@ -71,6 +71,10 @@ class WorkqueueTest : public ::testing::Test {
 
 inline boost::asio::awaitable<Item> getItem(Queue<std::string>* queue) {
   co_return co_await queue->get();
+}
+
+inline boost::asio::awaitable<Item> getWithin(Queue<std::string>* queue, Clock::Duration timeout) {
+  co_return co_await queue->get(timeout);
 }
 
 // shutDownWithDrain() as something spawnInto can report on (it needs a non-void result).
