@@ -94,8 +94,19 @@ class LeaderElector::State : public std::enable_shared_from_this<State> {
   net::awaitable<void> campaign();
   // The start of the attempt that acquired the lease; nullopt after stop().
   net::awaitable<std::optional<Clock::TimePoint>> acquire();
+  // How renew() ended: stop() while the lease was still ours (a graceful stop), or the lease was
+  // lost (not renewed within renewDeadline, or another holder seen).
+  struct RenewEnd {
+    bool stopped = false;
+    Clock::TimePoint lastRenew{};  // start of the last successful renewal
+  };
   // Returns when leadership ends (renew failed for renewDeadline, lost to another holder, stop).
-  net::awaitable<void> renew(Clock::TimePoint acquiredAt);
+  net::awaitable<RenewEnd> renew(Clock::TimePoint acquiredAt);
+  // After a graceful stop: runs onStoppedLeading and keeps renewing the lease until it completed.
+  net::awaitable<void> drainHoldingLease(Clock::TimePoint lastRenew);
+  struct HookRun;
+  static net::awaitable<void> runStoppedHook(std::shared_ptr<State> self,
+                                             std::shared_ptr<HookRun> run);
   net::awaitable<void> release();
   net::awaitable<bool> tryAcquireOrRenew();
   net::awaitable<bool> releaseLease(Clock::TimePoint deadline);
@@ -242,22 +253,30 @@ net::awaitable<void> LeaderElector::State::campaign() {
     spdlog::info("leader election: {} successfully acquired lease {}", identity(),
                  config_.lock->describe());
     config_.callbacks.onStartedLeading();
+    RenewEnd end{.stopped = true, .lastRenew = *acquiredAt};
     if (!stopping_) {
-      co_await renew(*acquiredAt);
+      end = co_await renew(*acquiredAt);
     }
     if (abandoned_) {
       co_return;
     }
     leading_ = false;
-    metrics_.leaderOff();
     spdlog::info("leader election: {} stopped leading {}", identity(), config_.lock->describe());
+    if (end.stopped) {
+      co_await drainHoldingLease(end.lastRenew);
+      metrics_.leaderOff();
+    } else {
+      metrics_.leaderOff();
+      co_await config_.callbacks.onStoppedLeading();
+    }
+  } else {
+    // client-go defers OnStoppedLeading, so it runs even for a candidate that never led.
+    co_await config_.callbacks.onStoppedLeading();
   }
-  // client-go defers OnStoppedLeading, so it runs even for a candidate that never led, and
-  // after release() without waiting for the work to stop. We await it BEFORE releasing
-  // (deliberate): it is our only signal to the work the lease guards, and that work must have
-  // stopped before a successor can take the lease (what client-go's ReleaseOnCancel
-  // documentation demands of the caller).
-  co_await config_.callbacks.onStoppedLeading();
+  // client-go calls OnStoppedLeading after release() without waiting for the work to stop. We
+  // await it BEFORE releasing (deliberate): it is our only signal to the work the lease guards,
+  // and that work must have stopped before a successor can take the lease (what client-go's
+  // ReleaseOnCancel documentation demands of the caller).
   if (abandoned_) {
     co_return;
   }
@@ -316,25 +335,27 @@ net::awaitable<std::optional<Clock::TimePoint>> LeaderElector::State::acquire() 
 //  - A request still in flight at the deadline does not extend it (attempt() stops waiting).
 //  - Seeing another holder in the lock ends leadership at once: someone took the lease, and
 //    leading on until the deadline would make two leaders.
-net::awaitable<void> LeaderElector::State::renew(Clock::TimePoint acquiredAt) {
+net::awaitable<LeaderElector::State::RenewEnd> LeaderElector::State::renew(
+    Clock::TimePoint acquiredAt) {
   auto lastRenew = acquiredAt;
   auto nextAttempt = clock_.now() + config_.retryPeriod;
   for (;;) {
     const auto deadline = lastRenew + config_.renewDeadline;
     const bool slept = co_await sleepUntil(std::min(nextAttempt, deadline));
     if (!slept) {
-      co_return;
+      co_return RenewEnd{.stopped = true, .lastRenew = lastRenew};
     }
     if (clock_.now() >= deadline) {
       spdlog::warn("leader election: {} failed to renew lease {}: no renewal for {} ms", identity(),
                    config_.lock->describe(), config_.renewDeadline.count());
-      co_return;
+      co_return RenewEnd{.stopped = false, .lastRenew = lastRenew};
     }
     const auto start = clock_.now();
     const bool renewed =
         co_await attempt(Operation::Kind::TryAcquireOrRenew, deadline, /*stoppable=*/true);
     if (stopping_) {
-      co_return;
+      // The renewal left in flight may still land; drainHoldingLease() waits for it first.
+      co_return RenewEnd{.stopped = true, .lastRenew = renewed ? start : lastRenew};
     }
     maybeReportTransition();
     if (renewed) {
@@ -345,10 +366,86 @@ net::awaitable<void> LeaderElector::State::renew(Clock::TimePoint acquiredAt) {
     if (!observedRecord_.holderIdentity.empty() && !observedSelfAsHolder()) {
       spdlog::warn("leader election: {} lost lease {} to {}", identity(), config_.lock->describe(),
                    observedRecord_.holderIdentity);
-      co_return;
+      co_return RenewEnd{.stopped = false, .lastRenew = lastRenew};
     }
     // PollUntilContextTimeout is not sliding: the next try is RetryPeriod after this one began.
     nextAttempt = start + config_.retryPeriod;
+  }
+}
+
+// The onStoppedLeading hook of a graceful stop, run beside the renewals that keep the lease while
+// it drains the guarded work. Static, holding the state, like runOperation.
+struct LeaderElector::State::HookRun {
+  bool done = false;
+  std::exception_ptr failure;
+};
+
+net::awaitable<void> LeaderElector::State::runStoppedHook(std::shared_ptr<State> self,
+                                                          std::shared_ptr<HookRun> run) {
+  try {
+    co_await self->config_.callbacks.onStoppedLeading();
+  } catch (...) {
+    run->failure = std::current_exception();
+  }
+  run->done = true;
+  self->wake_->notify();
+}
+
+// Deliberate difference from client-go, whose renew loop ends as soon as its context is
+// cancelled: after a graceful stop() the leader goes on renewing every retryPeriod until
+// onStoppedLeading has completed, so the lease cannot expire under work that still writes,
+// however long the drain takes (controller-runtime gets the same effect by cancelling the
+// leader-election context only after its runnables stopped). If a renewal fails for
+// renewDeadline or another holder shows up, the lease is lost: we stop renewing and say so, and
+// the hook carries on (it is all we can do; the caller bounds its drain).
+net::awaitable<void> LeaderElector::State::drainHoldingLease(Clock::TimePoint lastRenew) {
+  auto run = std::make_shared<HookRun>();
+  net::co_spawn(executor_, runStoppedHook(shared_from_this(), run), rethrowUnhandled);
+  bool holding = true;
+  auto nextAttempt = lastRenew + config_.retryPeriod;
+  while (!run->done && !abandoned_) {
+    if (!holding) {
+      co_await waitForWake(Clock::TimePoint::max());
+      continue;
+    }
+    const auto deadline = lastRenew + config_.renewDeadline;
+    const auto wakeAt = std::min(nextAttempt, deadline);
+    if (clock_.now() < wakeAt) {
+      co_await waitForWake(wakeAt);
+      continue;  // re-check: the hook may have completed
+    }
+    if (clock_.now() >= deadline) {
+      spdlog::warn(
+          "leader election: {} could not renew lease {} while its work drained; the lease "
+          "expires under work that still runs",
+          identity(), config_.lock->describe());
+      holding = false;
+      continue;
+    }
+    co_await waitForInflight();
+    const auto start = clock_.now();
+    const bool renewed =
+        co_await attempt(Operation::Kind::TryAcquireOrRenew, deadline, /*stoppable=*/false);
+    if (abandoned_) {
+      break;
+    }
+    maybeReportTransition();
+    if (renewed) {
+      lastRenew = start;
+      nextAttempt = clock_.now() + config_.retryPeriod;
+    } else if (!observedRecord_.holderIdentity.empty() && !observedSelfAsHolder()) {
+      spdlog::warn("leader election: {} lost lease {} to {} while its work drained", identity(),
+                   config_.lock->describe(), observedRecord_.holderIdentity);
+      holding = false;
+    } else {
+      nextAttempt = start + config_.retryPeriod;
+    }
+  }
+  while (!run->done) {
+    co_await waitForWake(Clock::TimePoint::max());
+  }
+  if (run->failure) {
+    std::rethrow_exception(run->failure);
   }
 }
 

@@ -36,7 +36,9 @@
 //    request still in flight at the deadline does not extend leadership.
 //  - A leader that reads another holder in the lock stops leading at once.
 //  - onStoppedLeading is awaited, and the lease is released only after it completed (client-go
-//    calls it after the release, without waiting for the work it stops).
+//    calls it after the release, without waiting for the work it stops). After stop() the lease
+//    is renewed until it completed (leader_election_master_status stays 1 meanwhile), so a long
+//    drain cannot let a successor in under work that still writes.
 //  - release() blanks the lease only if the record it just read names this candidate.
 //  - isLeader() means "from onStartedLeading until onStoppedLeading begins", not "the last
 //    observed record names me" (client-go's IsLeader).
@@ -75,10 +77,10 @@ inline constexpr double kCandidateJitter = 0.2;
 // Called on the io_context's thread; none may block the thread. onStartedLeading starts the work
 // that needs the lease. onStoppedLeading stops that work and completes once it has stopped; run()
 // awaits it, and only then releases the lease (releaseOnCancel). It is also called, as in
-// client-go, when run() ends without ever having led. The lease is no longer renewed while it
-// runs, so it should complete within leaseDuration - renewDeadline (5 s with the defaults):
-// after a failed renewal that is all the time left before another candidate may take over (after
-// stop() it is leaseDuration - retryPeriod). It must not throw.
+// client-go, when run() ends without ever having led. After stop() the lease stays renewed
+// while it runs, however long it takes (the caller bounds its drain). After a lost lease nothing
+// can renew it: the hook should then stop the work within leaseDuration - renewDeadline (5 s with
+// the defaults), the time left before another candidate may take over.
 struct LeaderCallbacks {
   std::function<void()> onStartedLeading;
   std::function<net::awaitable<void>()> onStoppedLeading;

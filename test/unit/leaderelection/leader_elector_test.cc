@@ -717,6 +717,42 @@ TEST_F(LeaderElectorTest, ReleaseWaitsForTheGuardedWorkToDrain) {
   EXPECT_TRUE(a->finished);
 }
 
+// A graceful stop() keeps the lease renewed while the guarded work drains, however long the
+// drain takes: the lease must not expire under reconciles that still write (controller-runtime
+// cancels its leader-election context only after its runnables have stopped). A successor takes
+// over only after the drain and the release.
+TEST_F(LeaderElectorTest, GracefulStopKeepsRenewingWhileTheWorkDrains) {
+  bool drained = false;
+  auto a = candidate("a", [this, &drained](LeaderElectionConfig& c) {
+    c.releaseOnCancel = true;
+    c.callbacks.onStoppedLeading = [this, &drained] {
+      return drainFor(&clock_, seconds(40), &drained);
+    };
+  });
+  start(*a);
+  ASSERT_TRUE(a->elector->isLeader());
+  // b reports under its own name: leader_election_master_status{name=kName} is a's.
+  auto b = candidate("b", [](LeaderElectionConfig& c) { c.name = "b"; });
+  start(*b);
+  a->elector->stop();
+  poll();
+  // 40 s of drain is far past the 15 s lease: without renewals b would lead at about 15 s.
+  for (int i = 0; i < 39; ++i) {
+    advance(seconds(1));
+    ASSERT_FALSE(drained);
+    ASSERT_FALSE(b->elector->isLeader()) << "b took over " << i + 1 << " s into a's drain";
+    ASSERT_EQ(store_.record()->holderIdentity, "a");
+  }
+  EXPECT_GE(store_.count("update", "a"), 19u) << "a renewed every retryPeriod while draining";
+  EXPECT_EQ(metricValue(registry_, "leader_election_master_status"), 1);
+  advance(seconds(1));
+  EXPECT_TRUE(drained);
+  EXPECT_EQ(metricValue(registry_, "leader_election_master_status"), 0);
+  EXPECT_TRUE(a->finished);
+  advance(seconds(2));
+  EXPECT_TRUE(b->elector->isLeader()) << "released at the end of the drain";
+}
+
 // Issue 8 item 4: destroying the elector while the io_context runs is safe in every state (a
 // request in flight while acquiring, renewing or releasing; waiting for its next attempt; inside
 // onStoppedLeading): its coroutines touch no freed memory (ASan), start no further lock request,
