@@ -34,13 +34,20 @@ constexpr std::size_t kLingerBytes = 256 * 1024;
 
 // The answer to a connection beyond maxConnections, written without waiting (it fits any socket
 // send buffer) so refusing costs the event loop nothing.
-constexpr std::string_view kTooManyConnections =
-    "HTTP/1.1 503 Service Unavailable\r\n"
-    "Content-Type: text/plain; charset=utf-8\r\n"
-    "Content-Length: 43\r\n"
-    "Connection: close\r\n"
-    "\r\n"
-    "503 Service Unavailable: too many connections\n";
+const std::string& tooManyConnections() {
+  static const std::string answer = [] {
+    const std::string body = "503 Service Unavailable: too many connections\n";
+    return "HTTP/1.1 503 Service Unavailable\r\n"
+           "Content-Type: text/plain; charset=utf-8\r\n"
+           "Content-Length: " +
+           std::to_string(body.size()) +
+           "\r\n"
+           "Connection: close\r\n"
+           "\r\n" +
+           body;
+  }();
+  return answer;
+}
 
 struct Route {
   std::string path;
@@ -161,8 +168,10 @@ struct HttpServer::State {
     } catch (const std::exception& e) {
       // A handler bug must not take the process (or the connection's coroutine) down.
       spdlog::error("{} server: handler for {} failed: {}", options.name, request.path, e.what());
-      return httpError(500, "500 Internal Server Error");
+    } catch (...) {
+      spdlog::error("{} server: handler for {} failed", options.name, request.path);
     }
+    return httpError(500, "500 Internal Server Error");
   }
 
   net::any_io_executor executor;
@@ -230,6 +239,13 @@ unsigned statusForReadError(const boost::system::error_code& ec) {
 
 net::awaitable<void> serveConnection(std::shared_ptr<State> state,
                                      std::shared_ptr<beast::tcp_stream> stream) {
+  // However the coroutine ends (even destroyed unfinished with the io_context), stop() must no
+  // longer see this stream.
+  struct Forget {
+    State& state;
+    beast::tcp_stream* stream;
+    ~Forget() { state.connections.erase(stream); }
+  } forget{*state, stream.get()};
   const HttpServerOptions& options = state->options;
   beast::flat_buffer buffer;
   bool linger = false;
@@ -279,7 +295,6 @@ net::awaitable<void> serveConnection(std::shared_ptr<State> state,
   if (linger && !state->stopped) {
     co_await lingerAndClose(*stream);
   }
-  state->connections.erase(stream.get());
   stream->close();
 }
 
@@ -292,7 +307,7 @@ void refuse(tcp::socket& socket) {
   char sink[4096];
   while (socket.read_some(net::buffer(sink), ignored) > 0) {
   }
-  socket.write_some(net::buffer(kTooManyConnections), ignored);
+  socket.write_some(net::buffer(tooManyConnections()), ignored);
   socket.shutdown(tcp::socket::shutdown_send, ignored);
   socket.close(ignored);
 }

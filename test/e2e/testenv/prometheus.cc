@@ -45,8 +45,8 @@ struct HttpAnswer {
 net::awaitable<void> fetch(unsigned short port, std::string target, HttpAnswer* out) {
   beast::tcp_stream stream(co_await net::this_coro::executor);
   stream.expires_after(std::chrono::seconds(10));
-  auto [cec] = co_await stream.async_connect(
-      net::ip::tcp::endpoint(net::ip::make_address_v4("127.0.0.1"), port), kUseTuple);
+  const net::ip::tcp::endpoint endpoint(net::ip::make_address_v4("127.0.0.1"), port);
+  auto [cec] = co_await stream.async_connect(endpoint, kUseTuple);
   if (cec) {
     out->body = "connect: " + cec.message();
     co_return;

@@ -293,7 +293,9 @@ TEST_F(HttpServerTest, ConnectionsBeyondTheCapAre503AndClosed) {
   RawResponse refused = runSync(ioc_, extra->read());
   ASSERT_TRUE(refused.received) << refused.error;
   EXPECT_EQ(refused.status, 503u);
+  EXPECT_EQ(refused.body, "503 Service Unavailable: too many connections\n");
   EXPECT_TRUE(runSync(ioc_, extra->closedByServer()));
+  EXPECT_EQ(extra->pending(), "");
 
   // A slot frees when a held connection goes away.
   held.front()->close();
