@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <exception>
-#include <unordered_set>
+#include <optional>
+#include <unordered_map>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -178,8 +179,10 @@ struct HttpServer::State {
   HttpServerOptions options;
   std::vector<Route> routes;
   tcp::acceptor acceptor;
-  // The connections being served; each coroutine removes its own before it ends.
-  std::unordered_set<beast::tcp_stream*> connections;
+  // The connections being served, and since when each has idled between requests (nullopt:
+  // busy with one); each coroutine removes its own before it ends.
+  std::unordered_map<beast::tcp_stream*, std::optional<std::chrono::steady_clock::time_point>>
+      connections;
   bool stopped = false;
 };
 
@@ -253,11 +256,13 @@ net::awaitable<void> serveConnection(std::shared_ptr<State> state,
     if (!first && buffer.size() == 0) {
       // Kept alive: wait for the next request's first byte; its head deadline starts there.
       stream->expires_after(options.idleTimeout);
+      state->connections[stream.get()] = std::chrono::steady_clock::now();
       auto [ec, n] = co_await stream->async_read_some(buffer.prepare(4096), kUseTuple);
       if (ec || state->stopped) {
         break;
       }
       buffer.commit(n);
+      state->connections[stream.get()].reset();
     }
     http::request_parser<http::empty_body> parser;
     parser.header_limit(options.headerLimit);
@@ -298,6 +303,27 @@ net::awaitable<void> serveConnection(std::shared_ptr<State> state,
   stream->close();
 }
 
+// Closes the connection that has idled longest between kept-alive requests (its client loses
+// nothing: it reconnects), so that clients that keep connections open cannot lock others out.
+// False if every connection is busy with a request.
+bool evictIdle(State& state) {
+  beast::tcp_stream* oldest = nullptr;
+  std::chrono::steady_clock::time_point since;
+  for (const auto& [stream, idleSince] : state.connections) {
+    if (idleSince && (oldest == nullptr || *idleSince < since)) {
+      oldest = stream;
+      since = *idleSince;
+    }
+  }
+  if (oldest == nullptr) {
+    return false;
+  }
+  // Its coroutine wakes with an error and removes it; until then it is no longer idle.
+  state.connections[oldest].reset();
+  oldest->close();
+  return true;
+}
+
 // Answers 503 and closes, without waiting for anything.
 void refuse(tcp::socket& socket) {
   boost::system::error_code ignored;
@@ -332,12 +358,12 @@ net::awaitable<void> acceptConnections(std::shared_ptr<State> state) {
       continue;
     }
     pause = std::chrono::milliseconds(5);
-    if (state->connections.size() >= state->options.maxConnections) {
+    if (state->connections.size() >= state->options.maxConnections && !evictIdle(*state)) {
       refuse(socket);
       continue;
     }
     auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
-    state->connections.insert(stream.get());
+    state->connections.emplace(stream.get(), std::nullopt);
     net::co_spawn(state->executor, serveConnection(state, std::move(stream)), net::detached);
   }
 }
@@ -412,8 +438,8 @@ void HttpServer::stop() {
   boost::system::error_code ignored;
   state_->acceptor.close(ignored);
   // Each coroutine wakes with an error, sees `stopped` and removes itself.
-  for (beast::tcp_stream* stream : state_->connections) {
-    stream->close();
+  for (const auto& connection : state_->connections) {
+    connection.first->close();
   }
 }
 

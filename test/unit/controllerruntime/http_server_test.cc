@@ -277,16 +277,38 @@ TEST_F(HttpServerTest, AnIdleKeptAliveConnectionIsClosed) {
   EXPECT_EQ(c->pending(), "");
 }
 
+// At the cap, a new connection takes the place of one that idles between kept-alive requests
+// (its client just reconnects), so idle scrapers cannot lock the kubelet's probes out.
+TEST_F(HttpServerTest, AtTheCapAnIdleConnectionMakesRoom) {
+  HttpServerOptions options;
+  options.maxConnections = 2;
+  startWith(options);
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 2; ++i) {
+    idle.push_back(connect());
+    ASSERT_TRUE(runSync(ioc_, idle.back()->send(testing::get("/hello"))));
+    ASSERT_EQ(runSync(ioc_, idle.back()->read()).status, 200u);
+  }
+  ASSERT_EQ(server_->activeConnections(), 2u);
+  EXPECT_EQ(exchange(testing::get("/hello")).status, 200u);
+  // The oldest idle connection was the one closed.
+  EXPECT_TRUE(runSync(ioc_, idle.front()->closedByServer()));
+  EXPECT_EQ(idle.front()->pending(), "");
+  ASSERT_TRUE(runSync(ioc_, idle.back()->send(testing::get("/hello"))));
+  EXPECT_EQ(runSync(ioc_, idle.back()->read()).status, 200u);
+}
+
+// Connections still sending their request head are not evicted: one more is refused at once.
 TEST_F(HttpServerTest, ConnectionsBeyondTheCapAre503AndClosed) {
   HttpServerOptions options;
   options.maxConnections = 2;
   startWith(options);
-  std::vector<std::unique_ptr<RawConnection>> held;
+  std::vector<std::unique_ptr<RawConnection>> busy;
   for (int i = 0; i < 2; ++i) {
-    held.push_back(connect());
-    ASSERT_TRUE(runSync(ioc_, held.back()->send(testing::get("/hello"))));
-    ASSERT_EQ(runSync(ioc_, held.back()->read()).status, 200u);
+    busy.push_back(connect());
+    ASSERT_TRUE(runSync(ioc_, busy.back()->send("GET /hello HTTP/1.1\r\n")));
   }
+  settle();
   ASSERT_EQ(server_->activeConnections(), 2u);
 
   auto extra = connect();
@@ -297,8 +319,10 @@ TEST_F(HttpServerTest, ConnectionsBeyondTheCapAre503AndClosed) {
   EXPECT_TRUE(runSync(ioc_, extra->closedByServer()));
   EXPECT_EQ(extra->pending(), "");
 
-  // A slot frees when a held connection goes away.
-  held.front()->close();
+  // The busy ones are served when their heads complete; a slot frees when one goes away.
+  ASSERT_TRUE(runSync(ioc_, busy.back()->send("Host: x\r\n\r\n")));
+  EXPECT_EQ(runSync(ioc_, busy.back()->read()).status, 200u);
+  busy.front()->close();
   bool served = false;
   for (int attempt = 0; attempt < 100 && !served; ++attempt) {
     settle();
