@@ -20,7 +20,6 @@ namespace {
 
 using prometheus::MetricType;
 using ::testing::ElementsAre;
-using ::testing::UnorderedElementsAre;
 
 struct Sample {
   MetricType type;
@@ -183,7 +182,7 @@ TEST(ProcessCollectorTest, ThisProcess) {
   // CPU time moves once this thread has burnt some (until getrusage says a tick has passed).
   rusage start{};
   getrusage(RUSAGE_SELF, &start);
-  volatile unsigned sink = touched[0];
+  volatile unsigned sink = static_cast<unsigned char>(touched[0]);
   for (;;) {
     for (int i = 0; i < 1000000; ++i) {
       sink = sink * 31 + i;
