@@ -15,6 +15,9 @@ packages=(
   golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
   # control plane scripts: certificates, health checks, kubectl/helm from the npm package
   openssl curl unzip ca-certificates procps util-linux npm
+  # a real Prometheus scrapes /metrics in the e2e tests (the tests run /usr/bin/prometheus
+  # themselves; the package's system service is not used); promtool lints /metrics bodies
+  prometheus
 )
 
 missing=()

@@ -1,0 +1,73 @@
+// File: prometheus.h
+//
+// A real Prometheus server for end-to-end tests: Debian's /usr/bin/prometheus (2.42), started by
+// the test with a temporary config and storage directory on a free loopback port, scraping the
+// targets it is given every second, queried through its HTTP API (/api/v1/query), and stopped
+// (its directory removed) when the object goes away. It dies with the thread that started it,
+// even on SIGKILL. The machine's own prometheus service, if any, is never used or touched.
+//
+//   std::string error;
+//   auto prom = Prometheus::start({.targets = {"127.0.0.1:" + std::to_string(port)}}, error);
+//   ASSERT_TRUE(prom) << error;
+//   auto up = prom->waitForSeries("up == 1", std::chrono::seconds(60), error);
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace egress::testenv {
+
+struct PrometheusOptions {
+  // host:port of each target; Prometheus scrapes http://<target>/metrics.
+  std::vector<std::string> targets;
+  std::string job = "egress-operator";
+  std::string binary = "/usr/bin/prometheus";
+};
+
+// One element of an instant vector.
+struct PromSample {
+  std::map<std::string, std::string> labels;  // with __name__ when the query keeps it
+  std::string value;                          // as Prometheus writes it: "1", "0.25", "NaN"
+
+  std::string label(const std::string& name) const {
+    auto it = labels.find(name);
+    return it == labels.end() ? "" : it->second;
+  }
+};
+
+class Prometheus {
+ public:
+  // Starts Prometheus and waits (up to a minute) until it reports ready. Returns nullptr and
+  // fills `error` (with Prometheus's log) on failure.
+  static std::unique_ptr<Prometheus> start(const PrometheusOptions& options, std::string& error);
+
+  ~Prometheus();
+  Prometheus(const Prometheus&) = delete;
+  Prometheus& operator=(const Prometheus&) = delete;
+
+  // http://127.0.0.1:<port>
+  std::string url() const;
+  // An instant query at the current time; nullopt (and `error`) if Prometheus refuses it.
+  std::optional<std::vector<PromSample>> query(const std::string& promql, std::string& error) const;
+  // Repeats the query until it returns at least one sample; empty (and `error`) on timeout.
+  std::vector<PromSample> waitForSeries(const std::string& promql, std::chrono::seconds timeout,
+                                        std::string& error) const;
+  // What Prometheus has logged so far.
+  std::string log() const;
+
+ private:
+  Prometheus(std::string dir, unsigned short port, pid_t pid);
+  void stop();
+
+  std::string dir_;
+  unsigned short port_;
+  pid_t pid_;
+};
+
+}  // namespace egress::testenv
