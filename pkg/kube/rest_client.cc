@@ -3,9 +3,6 @@
 #include <cctype>
 #include <charconv>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -14,7 +11,6 @@
 namespace egress::kube {
 namespace {
 
-constexpr auto kUseTuple = net::as_tuple(net::use_awaitable);
 constexpr const char* kDefaultUserAgent = "egress-operator/0.1.0 (linux/amd64) kube-cpp";
 
 bool isUnreserved(unsigned char c) {
@@ -227,6 +223,8 @@ RestClient::RestClient(net::any_io_executor executor, const RestConfig& config,
                        std::unique_ptr<Transport> transport, prometheus::Registry* metrics,
                        RestClientOptions options)
     : executor_(std::move(executor)),
+      ownClock_(options.clock != nullptr ? nullptr : std::make_unique<RealClock>(executor_)),
+      clock_(options.clock != nullptr ? options.clock : ownClock_.get()),
       config_(config),
       transport_(std::move(transport)),
       metrics_(metrics != nullptr ? std::make_unique<ClientMetrics>(*metrics) : nullptr),
@@ -239,25 +237,20 @@ RestClient::RestClient(net::any_io_executor executor, const RestConfig& config,
 RestClient::~RestClient() = default;
 
 net::awaitable<void> RestClient::sleep(std::chrono::milliseconds d) {
-  net::steady_timer timer(executor_, d);
-  auto [ec] = co_await timer.async_wait(kUseTuple);
-  (void)ec;
+  co_await clock_->sleepFor(d);
 }
 
 net::awaitable<Result<Ok>> RestClient::waitForToken(const std::string& verb) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = clock_->now();
   const auto wait = bucket_.reserve(start);
   if (wait > TokenBucket::Duration::zero()) {
-    net::steady_timer timer(executor_, wait);
-    auto [ec] = co_await timer.async_wait(kUseTuple);
-    if (ec) {
+    if (!co_await clock_->sleepFor(wait)) {
       co_return Error::cancelled();
     }
   }
   if (metrics_) {
-    metrics_->observeRateLimiter(
-        verb, transport_->hostLabel(),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    metrics_->observeRateLimiter(verb, transport_->hostLabel(),
+                                 std::chrono::duration<double>(clock_->now() - start).count());
   }
   co_return Ok{};
 }

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <rapidjson/document.h>
 
+#include "pkg/base/clock.h"
 #include "pkg/base/token_bucket.h"
 #include "pkg/kube/errors.h"
 #include "pkg/kube/rest_config.h"
@@ -102,9 +104,13 @@ class WatchStream : public Watch {
 
 struct RestClientOptions {
   TransportOptions transport;
+  // Time for the client-side rate limiter and retry waits; null = a RealClock on the executor.
+  // Tests pass a FakeClock. Must outlive the client.
+  Clock* clock = nullptr;
   int maxRetries = 10;  // 429 and idempotent 5xx, as client-go's default
   std::chrono::milliseconds retryBackoffBase{200};
   std::chrono::milliseconds retryBackoffCap{5'000};
+  std::function<double()> random;  // uniform in [0, 1), for retry jitter; empty = a real one
 };
 
 class RestClient {
@@ -195,6 +201,8 @@ class RestClient {
   net::awaitable<void> sleep(std::chrono::milliseconds d);
 
   net::any_io_executor executor_;
+  std::unique_ptr<Clock> ownClock_;
+  Clock* clock_;
   RestConfig config_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<ClientMetrics> metrics_;
