@@ -26,7 +26,10 @@ struct RestConfig {
   std::string clientKeyPem;
   std::shared_ptr<AuthProvider> auth;  // null = no bearer token / exec plugin
   std::string defaultNamespace = "default";
-  double qps = 5.0;  // client-go defaults
+  // The client-side token bucket, as client-go's rest.Config: QPS 0 means the default 5, burst 0
+  // the default 10, and a negative QPS turns client-side rate limiting off (servers with API
+  // Priority and Fairness do their own).
+  double qps = 5.0;
   int burst = 10;
   std::string userAgent;  // "" = the client picks one
 };

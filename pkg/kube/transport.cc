@@ -189,19 +189,31 @@ std::map<std::string, std::string> lowerHeaders(const Fields& fields) {
   return out;
 }
 
-std::string describe(const boost::system::error_code& ec, const char* during) {
-  if (ec == beast::error::timeout) {
-    return std::string("timed out ") + during;
-  }
-  return std::string(during) + ": " + ec.message();
-}
-
 // Errors that mean "the peer closed before answering": on a reused keep-alive connection they
 // are what a stale connection looks like.
 bool isClosedByPeer(const boost::system::error_code& ec) {
-  return ec == http::error::end_of_stream || ec == net::error::eof ||
-         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
-         ec == ssl::error::stream_truncated;
+  return ec == http::error::end_of_stream || ec == http::error::partial_message ||
+         ec == net::error::eof || ec == net::error::connection_reset ||
+         ec == net::error::broken_pipe || ec == ssl::error::stream_truncated;
+}
+
+// The Error for a failed network operation: Cancelled when our caller cancelled it (Asio
+// per-operation cancellation completes the operation with operation_aborted), otherwise a
+// Transport error that says what it was doing and what kind of failure it was.
+Error failure(const boost::system::error_code& ec, const std::string& during) {
+  if (ec == net::error::operation_aborted) {
+    return Error::cancelled();
+  }
+  if (ec == beast::error::timeout) {
+    return Error::transport("timed out " + during, Error::TransportFailure::Timeout);
+  }
+  if (ec == net::error::connection_refused) {
+    return Error::transport(during + ": " + ec.message(),
+                            Error::TransportFailure::ConnectionRefused);
+  }
+  return Error::transport(during + ": " + ec.message(),
+                          isClosedByPeer(ec) ? Error::TransportFailure::ConnectionLost
+                                             : Error::TransportFailure::Other);
 }
 
 template <class Stream>
@@ -277,7 +289,7 @@ class BeastResponseStream : public ResponseStream {
       const size_t got = size - parser_->get().body().size;
       if (ec) {
         close();
-        co_return Error::transport(describe(ec, "reading the response stream"));
+        co_return failure(ec, "reading the response stream");
       }
       if (got > 0) {
         co_return got;
@@ -358,8 +370,7 @@ class BeastTransport : public Transport {
         if (reused && idempotent && attempt == 0 && !parser.got_some() && isClosedByPeer(ec)) {
           continue;  // a stale keep-alive connection: the server never saw the request
         }
-        co_return Error::transport(describe(ec, ("sending " + request.method).c_str()) + " " +
-                                   hostLabel_ + request.target);
+        co_return failure(ec, "sending " + request.method + " " + hostLabel_ + request.target);
       }
       conn->lowest().expires_never();
       auto& res = parser.get();
@@ -400,8 +411,7 @@ class BeastTransport : public Transport {
         if (reused && attempt == 0 && !parser->got_some() && isClosedByPeer(ec)) {
           continue;
         }
-        co_return Error::transport(describe(ec, "opening stream") + " " + hostLabel_ +
-                                   request.target);
+        co_return failure(ec, "opening stream " + hostLabel_ + request.target);
       }
       conn->lowest().expires_never();
       co_return std::unique_ptr<ResponseStream>(
@@ -466,7 +476,7 @@ class BeastTransport : public Transport {
     tcp::resolver resolver(executor_);
     auto [rec, endpoints] = co_await resolver.async_resolve(url_.host, url_.port, kUseTuple);
     if (rec) {
-      co_return Error::transport("resolving " + url_.host + ": " + rec.message());
+      co_return failure(rec, "resolving " + url_.host);
     }
     auto conn = url_.tls ? std::make_unique<Connection>(executor_, ctx_)
                          : std::make_unique<Connection>(executor_);
@@ -475,7 +485,7 @@ class BeastTransport : public Transport {
     auto [cec, ep] = co_await conn->lowest().async_connect(endpoints, kUseTuple);
     (void)ep;
     if (cec) {
-      co_return Error::transport(describe(cec, "connecting") + " to " + hostLabel_);
+      co_return failure(cec, "connecting to " + hostLabel_);
     }
     if (conn->tls) {
       // SNI carries DNS names only (RFC 6066); an IP server is verified against IP SANs.
@@ -487,8 +497,8 @@ class BeastTransport : public Transport {
       }
       auto [hec] = co_await conn->tls->async_handshake(ssl::stream_base::client, kUseTuple);
       if (hec) {
-        co_return Error::transport(describe(hec, "TLS handshake") + " with " + hostLabel_ +
-                                   " (verifying \"" + verifyName_ + "\")");
+        co_return failure(
+            hec, "TLS handshake with " + hostLabel_ + " (verifying \"" + verifyName_ + "\")");
       }
     }
     conn->lowest().expires_never();
