@@ -252,6 +252,8 @@ Result<std::unique_ptr<RestClient>> RestClient::create(net::any_io_executor exec
   tc.tlsServerName = config.tlsServerName;
   tc.clientCertPem = config.clientCertPem;
   tc.clientKeyPem = config.clientKeyPem;
+  tc.proxyUrl = config.proxyUrl;
+  tc.disableCompression = config.disableCompression;
   auto transport = makeTransport(executor, tc, options.transport);
   if (!transport) {
     return transport.error();
@@ -269,9 +271,9 @@ RestClient::RestClient(net::any_io_executor executor, const RestConfig& config,
       config_(config),
       transport_(std::move(transport)),
       metrics_(metrics != nullptr ? std::make_unique<ClientMetrics>(*metrics) : nullptr),
-      options_(options),
-      retryPolicy_(RetryOptions{options.maxRetries, options.maxRetryWait, options.retryJitter,
-                                options.random}),
+      options_(std::move(options)),
+      retryPolicy_(RetryOptions{options_.maxRetries, options_.maxRetryWait, options_.retryJitter,
+                                options_.random}),
       bucket_(makeBucket(config.qps, config.burst)),
       userAgent_(config.userAgent.empty() ? defaultUserAgent() : config.userAgent),
       activeClientCert_(config.clientCertPem) {}

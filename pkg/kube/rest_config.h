@@ -25,6 +25,10 @@ struct RestConfig {
   std::string clientCertPem;
   std::string clientKeyPem;
   std::shared_ptr<AuthProvider> auth;  // null = no bearer token / exec plugin
+  // kubeconfig cluster proxy-url; "" = from the environment (HTTPS_PROXY, NO_PROXY: proxy.h).
+  std::string proxyUrl;
+  // client-go's DisableCompression: do not ask for gzip-compressed responses.
+  bool disableCompression = false;
   std::string defaultNamespace = "default";
   // The client-side token bucket, as client-go's rest.Config: QPS 0 means the default 5, burst 0
   // the default 10, and a negative QPS turns client-side rate limiting off (servers with API

@@ -42,7 +42,7 @@ constexpr const char* kArch =
 #endif
 
 // client-go's adjustVersion / adjustCommit / adjustCommand.
-std::string orUnknown(std::string s) {
+std::string orUnknown(const std::string& s) {
   return s.empty() ? "unknown" : s;
 }
 

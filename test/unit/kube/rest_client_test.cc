@@ -22,8 +22,12 @@
 
 #include "pkg/kube/user_agent.h"
 #include "test/testutil/run_sync.h"
+#include "test/testutil/scoped_env.h"
+#include "test/testutil/temp_dir.h"
+#include "test/unit/kube/connect_proxy.h"
 #include "test/unit/kube/fake_api_server.h"
 #include <sys/utsname.h>
+#include <zlib.h>
 
 namespace egress::kube {
 namespace {
@@ -869,6 +873,81 @@ TEST_F(RestClientTest, NotFoundCarriesTheServerStatus) {
   EXPECT_EQ(server.requests().size(), 1u) << "4xx is never retried";
 }
 
+// --- Compression ------------------------------------------------------------------------------
+
+std::string gzipped(const std::string& data) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
+            Z_OK);
+  std::string out(deflateBound(&z, data.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+FakeResponse podList(const FakeRequest& req, int pods) {
+  std::string json = R"({"kind":"PodList","metadata":{"resourceVersion":"9"},"items":[)";
+  for (int i = 0; i < pods; ++i) {
+    json += (i ? "," : "") + std::string(R"({"metadata":{"name":"pod-)") + std::to_string(i) +
+            R"(","namespace":"default"}})";
+  }
+  json += "]}";
+  FakeResponse r;
+  auto accept = req.headers.find("accept-encoding");
+  if (accept != req.headers.end() && accept->second.find("gzip") != std::string::npos) {
+    r.headers = {{"Content-Encoding", "gzip"}};
+    r.body = gzipped(json);
+  } else {
+    r.body = json;
+  }
+  return r;
+}
+
+TEST_F(RestClientTest, ListAsksForGzipAndDecompressesIt) {
+  FakeApiServer server(ioc_, [&](const FakeRequest& req) { return podList(req, 2000); });
+  auto client = makeClient(plainConfig(server));
+  auto list = run(client->list(kPods, "default", {}));
+  ASSERT_TRUE(list) << list.error().message();
+  ASSERT_EQ((*list)["items"].Size(), 2000u);
+  EXPECT_STREQ((*list)["items"][1999]["metadata"]["name"].GetString(), "pod-1999");
+  EXPECT_EQ(server.requests()[0].headers.at("accept-encoding"), "gzip");
+
+  auto config = plainConfig(server);
+  config.disableCompression = true;
+  auto uncompressed = makeClient(config);
+  auto plain = run(uncompressed->list(kPods, "default", {}));
+  ASSERT_TRUE(plain) << plain.error().message();
+  EXPECT_EQ((*plain)["items"].Size(), 2000u);
+  EXPECT_EQ(server.requests()[1].headers.count("accept-encoding"), 0u);
+}
+
+TEST_F(RestClientTest, CorruptGzipBodyIsAClearError) {
+  const std::string whole = gzipped(R"({"kind":"PodList","items":[]})");
+  std::string body;
+  FakeApiServer server(ioc_, [&](const FakeRequest&) {
+    FakeResponse r;
+    r.headers = {{"Content-Encoding", "gzip"}};
+    r.body = body;
+    return r;
+  });
+  auto client = makeClient(plainConfig(server));
+  for (const std::string& corrupt :
+       {std::string("not gzip at all"), whole.substr(0, whole.size() / 2), whole + "trailing"}) {
+    body = corrupt;
+    auto r = run(client->list(kPods, "default", {}));
+    ASSERT_FALSE(r) << corrupt.size();
+    EXPECT_EQ(r.error().kind(), Error::Kind::Decode) << r.error().message();
+    EXPECT_THAT(r.error().message(), HasSubstr("gzip")) << corrupt.size();
+  }
+  body = whole;
+  ASSERT_TRUE(run(client->list(kPods, "default", {})));
+}
+
 // --- TLS -------------------------------------------------------------------------------------
 
 class RestClientTlsTest : public RestClientTest {
@@ -951,6 +1030,173 @@ TEST_F(RestClientTlsTest, ClientCertificateAuthenticates) {
   auto r = run(client->raw("GET", "/version"));
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_THAT(r->body, HasSubstr("CN=egress-test-client"));
+}
+
+// Go (since 1.15) and so client-go ignore a certificate's Common Name: a name must be in a DNS or
+// IP subjectAltName. The certificates are made here with the openssl command.
+TEST_F(RestClientTlsTest, RefusesACertificateNamedOnlyInItsCommonName) {
+  testutil::TempDir dir("cn_only");
+  const auto makeCert = [&](const std::string& name, const std::string& extra) {
+    const std::string cmd =
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost" + extra +
+        " -keyout " + dir.path() + "/" + name + ".key -out " + dir.path() + "/" + name +
+        ".crt 2>/dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return FakeTlsOptions{dir.path() + "/" + name + ".crt", dir.path() + "/" + name + ".key", ""};
+  };
+  const auto getWith = [&](const FakeTlsOptions& tls) {
+    FakeApiServer server(ioc_, ok, &tls);
+    RestConfig config;
+    config.server = server.url();
+    config.caPem = readFile(tls.certFile);  // self-signed: its own CA
+    config.tlsServerName = "localhost";
+    config.qps = -1;
+    auto client = makeClient(config);
+    auto r = run(client->raw("GET", "/version"));
+    return std::make_pair(std::move(r), server.requests().size());
+  };
+
+  auto [cnOnly, cnOnlyRequests] = getWith(makeCert("cn-only", ""));
+  ASSERT_FALSE(cnOnly);
+  EXPECT_THAT(cnOnly.error().message(), HasSubstr("verifying \"localhost\""));
+  EXPECT_THAT(cnOnly.error().message(), HasSubstr("hostname mismatch"));
+  EXPECT_EQ(cnOnlyRequests, 0u);
+
+  // The same certificate with the name also in a DNS SAN is fine.
+  auto [san, sanRequests] = getWith(makeCert("san", " -addext subjectAltName=DNS:localhost"));
+  ASSERT_TRUE(san) << san.error().message();
+  EXPECT_EQ(sanRequests, 1u);
+}
+
+// --- Proxies ----------------------------------------------------------------------------------
+
+class RestClientProxyTest : public RestClientTlsTest {
+ protected:
+  FakeTlsOptions serverTls_{tlsFile("server.crt"), tlsFile("server.key"), ""};
+  std::pair<std::string, std::string> proxyTls_{tlsFile("server.crt"), tlsFile("server.key")};
+};
+
+TEST_F(RestClientProxyTest, ProxyUrlTunnelsThroughAnHttpProxy) {
+  FakeApiServer server(ioc_, ok, &serverTls_);
+  testing::ConnectProxy proxy(ioc_, server.port());
+  auto config = tlsConfig(server, "ca.crt");
+  config.proxyUrl = proxy.url();
+  auto client = makeClient(config);
+  ASSERT_TRUE(run(client->raw("GET", "/version")));
+  ASSERT_TRUE(run(client->raw("GET", "/version")));
+  ASSERT_EQ(proxy.connects().size(), 1u) << "one tunnel, kept alive and pooled";
+  EXPECT_EQ(proxy.connects()[0].target, "127.0.0.1:" + std::to_string(server.port()));
+  EXPECT_EQ(proxy.connects()[0].proxyAuthorization, "");
+  EXPECT_EQ(server.requests().size(), 2u);
+
+  // A watch takes the pooled tunnel for itself; the next request needs a new one.
+  auto watch = run(client->watch(kPods, "default", {}));
+  ASSERT_TRUE(watch) << watch.error().message();
+  ASSERT_TRUE(run(client->raw("GET", "/version")));
+  EXPECT_EQ(proxy.connects().size(), 2u);
+}
+
+TEST_F(RestClientProxyTest, ProxyCredentialsComeFromTheUrl) {
+  FakeApiServer server(ioc_, ok, &serverTls_);
+  testing::ConnectProxy proxy(ioc_, server.port());
+  auto config = tlsConfig(server, "ca.crt");
+  config.proxyUrl = "http://user:p%40ss@" + proxy.url().substr(std::string("http://").size());
+  auto client = makeClient(config);
+  ASSERT_TRUE(run(client->raw("GET", "/version")));
+  ASSERT_EQ(proxy.connects().size(), 1u);
+  EXPECT_EQ(proxy.connects()[0].proxyAuthorization, "Basic dXNlcjpwQHNz");  // user:p@ss
+}
+
+TEST_F(RestClientProxyTest, ARefusingProxyIsAClearError) {
+  FakeApiServer server(ioc_, ok, &serverTls_);
+  int status = 407;
+  testing::ConnectProxy proxy(ioc_, server.port(),
+                              [&](const testing::ProxyConnect&) { return status; });
+  auto config = tlsConfig(server, "ca.crt");
+  config.proxyUrl = "http://user:secret@" + proxy.url().substr(std::string("http://").size());
+  auto client = makeClient(config);
+  auto refused = run(client->raw("GET", "/version"));
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().isTransport());
+  EXPECT_THAT(refused.error().message(), HasSubstr("proxy " + proxy.url()));
+  EXPECT_THAT(refused.error().message(), HasSubstr("407 Proxy Authentication Required"));
+  EXPECT_THAT(refused.error().message(), Not(HasSubstr("secret")));
+
+  status = 403;
+  auto forbidden = run(client->raw("GET", "/version"));
+  ASSERT_FALSE(forbidden);
+  EXPECT_THAT(forbidden.error().message(), HasSubstr("403 Forbidden"));
+  EXPECT_TRUE(server.requests().empty());
+}
+
+// TLS to the proxy, CONNECT inside it, then TLS to the API server inside the tunnel.
+TEST_F(RestClientProxyTest, HttpsProxyCarriesTlsInsideTls) {
+  FakeApiServer server(ioc_, ok, &serverTls_);
+  testing::ConnectProxy proxy(ioc_, server.port(), {}, &proxyTls_);
+  auto config = tlsConfig(server, "ca.crt");
+  config.proxyUrl = proxy.url();
+  ASSERT_THAT(config.proxyUrl, ::testing::StartsWith("https://"));
+  auto client = makeClient(config);
+  auto r = run(client->raw("GET", "/version"));
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(proxy.connects().size(), 1u);
+
+  // And a plain http:// API server behind an https:// proxy.
+  FakeApiServer plain(ioc_, ok);
+  testing::ConnectProxy proxyToPlain(ioc_, plain.port(), {}, &proxyTls_);
+  auto plainConfig = tlsConfig(plain, "ca.crt");
+  plainConfig.proxyUrl = proxyToPlain.url();
+  auto plainClient = makeClient(plainConfig);
+  auto r2 = run(plainClient->raw("GET", "/version"));
+  ASSERT_TRUE(r2) << r2.error().message();
+  EXPECT_EQ(proxyToPlain.connects().size(), 1u);
+}
+
+// HTTPS_PROXY and NO_PROXY, read when the client is made. The server is addressed as
+// 192.0.2.1 (TEST-NET-1, routed nowhere): only the proxy, which tunnels every CONNECT to the fake
+// server, can reach it.
+TEST_F(RestClientProxyTest, EnvironmentProxyAndNoProxy) {
+  FakeApiServer server(ioc_, ok, &serverTls_);
+  testing::ConnectProxy proxy(ioc_, server.port());
+  const std::string port = std::to_string(server.port());
+  options_.transport.connectTimeout = std::chrono::milliseconds(200);
+  auto config = tlsConfig(server, "ca.crt");
+  config.server = "https://192.0.2.1:" + port;
+  config.tlsServerName = "localhost";
+  {
+    testutil::ScopedEnv httpsProxy("HTTPS_PROXY", proxy.url().c_str());
+    testutil::ScopedEnv noProxy("NO_PROXY", "other.example");
+    auto client = makeClient(config);
+    auto r = run(client->raw("GET", "/version"));
+    ASSERT_TRUE(r) << r.error().message();
+    ASSERT_EQ(proxy.connects().size(), 1u);
+    EXPECT_EQ(proxy.connects()[0].target, "192.0.2.1:" + port);
+  }
+  {
+    testutil::ScopedEnv httpsProxy("HTTPS_PROXY", proxy.url().c_str());
+    testutil::ScopedEnv noProxy("NO_PROXY", "example.com,192.0.2.0/24");
+    auto client = makeClient(config);
+    auto r = run(client->raw("GET", "/version"));
+    ASSERT_FALSE(r) << "went direct to an address nothing answers on";
+    EXPECT_TRUE(r.error().isTransport());
+    EXPECT_EQ(proxy.connects().size(), 1u);
+  }
+  {
+    // Loopback never goes through a proxy (Go's rule).
+    testutil::ScopedEnv httpsProxy("HTTPS_PROXY", proxy.url().c_str());
+    auto client = makeClient(tlsConfig(server, "ca.crt"));
+    ASSERT_TRUE(run(client->raw("GET", "/version")));
+    EXPECT_EQ(proxy.connects().size(), 1u);
+  }
+}
+
+TEST_F(RestClientProxyTest, AnUnsupportedProxyUrlIsAConfigError) {
+  RestConfig config;
+  config.server = "https://127.0.0.1:1";
+  config.proxyUrl = "socks5://127.0.0.1:1080";
+  auto client = RestClient::create(ioc_.get_executor(), config, nullptr);
+  ASSERT_FALSE(client);
+  EXPECT_THAT(client.error().message(), HasSubstr("socks5"));
 }
 
 TEST_F(RestClientTlsTest, ACorruptCaIsAConfigError) {
