@@ -17,6 +17,8 @@ namespace {
 // A watch's error body is a small Status; read no more than this, waiting this long per read.
 constexpr size_t kMaxErrorBody = size_t{1} << 20;
 constexpr std::chrono::seconds kErrorBodyIdle{30};
+// A watch reads up to this much at a time.
+constexpr size_t kWatchReadBytes = 64 * 1024;
 
 bool isCancelled(const net::cancellation_state& state) {
   return state.cancelled() != net::cancellation_type::none;
@@ -194,7 +196,7 @@ std::string listQuery(const ListOptions& o, bool watch) {
 
 WatchStream::WatchStream(std::unique_ptr<ResponseStream> stream,
                          std::chrono::milliseconds idleTimeout)
-    : stream_(std::move(stream)), idleTimeout_(idleTimeout), buffer_(64 * 1024) {}
+    : stream_(std::move(stream)), idleTimeout_(idleTimeout) {}
 
 net::awaitable<Result<std::optional<WatchEvent>>> WatchStream::next() {
   auto next = nextUnguarded();
@@ -203,19 +205,27 @@ net::awaitable<Result<std::optional<WatchEvent>>> WatchStream::next() {
 
 net::awaitable<Result<std::optional<WatchEvent>>> WatchStream::nextUnguarded() {
   for (;;) {
-    if (nextInBatch_ < batch_.size()) {
-      WatchEvent event = std::move(batch_[nextInBatch_++]);
-      if (event.type == WatchEventType::Error) {
-        co_return event.toError();
-      }
-      co_return std::optional<WatchEvent>(std::move(event));
+    // Events are decoded one at a time, as they are asked for: the previous one is usually
+    // gone by then, and its memory goes to this one (watch_decoder.h).
+    auto event = decoder_.next();
+    if (!event) {
+      stream_->close();
+      co_return event.error();
     }
-    batch_.clear();
-    nextInBatch_ = 0;
+    if (*event) {
+      if ((*event)->type == WatchEventType::Error) {
+        co_return (*event)->toError();
+      }
+      co_return std::move(*event);
+    }
     if (ended_) {
+      if (auto done = decoder_.finish(); !done) {
+        co_return done.error();
+      }
       co_return std::optional<WatchEvent>();
     }
-    auto n = co_await stream_->readSome(buffer_.data(), buffer_.size(), idleTimeout_);
+    char* into = decoder_.prepare(kWatchReadBytes);
+    auto n = co_await stream_->readSome(into, kWatchReadBytes, idleTimeout_);
     if (isCancelled(co_await net::this_coro::cancellation_state)) {
       stream_->close();
       co_return Error::cancelled();
@@ -223,17 +233,8 @@ net::awaitable<Result<std::optional<WatchEvent>>> WatchStream::nextUnguarded() {
     if (!n) {
       co_return n.error();
     }
-    if (*n == 0) {
-      ended_ = true;
-      if (auto done = decoder_.finish(); !done) {
-        co_return done.error();
-      }
-      continue;
-    }
-    if (auto fed = decoder_.feed({buffer_.data(), *n}, batch_); !fed) {
-      stream_->close();
-      co_return fed.error();
-    }
+    decoder_.commit(*n);
+    ended_ = *n == 0;
   }
 }
 

@@ -104,9 +104,6 @@ class WatchStream : public Watch {
   std::unique_ptr<ResponseStream> stream_;
   std::chrono::milliseconds idleTimeout_;
   WatchDecoder decoder_;
-  std::vector<WatchEvent> batch_;
-  size_t nextInBatch_ = 0;
-  std::vector<char> buffer_;
   bool ended_ = false;
 };
 
