@@ -203,6 +203,9 @@ Error WatchEvent::toError() const {
 
 namespace {
 
+// The read buffer keeps its size between events up to this; beyond, it is let go when empty.
+constexpr size_t kMaxKeptBufferBytes = 1024 * 1024;
+
 bool isBlank(std::string_view s) {
   for (char c : s) {
     if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
@@ -238,6 +241,9 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
   for (;;) {
     if (begin_ == end_) {
       begin_ = end_ = scanned_ = 0;  // empty: the next read starts at the front
+      if (buffer_.size() > kMaxKeptBufferBytes) {
+        std::vector<char>().swap(buffer_);  // a huge event passed: do not keep its room
+      }
       return std::optional<WatchEvent>();
     }
     const char* start = buffer_.data() + begin_;
