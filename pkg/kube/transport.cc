@@ -519,6 +519,7 @@ class BeastTransport : public Transport {
           co_return plain.error();
         }
         out.body = std::move(*plain);
+        out.decompressed = true;
         out.headers.erase("content-encoding");
         out.headers.erase("content-length");
       }

@@ -910,20 +910,25 @@ FakeResponse podList(const FakeRequest& req, int pods) {
 
 TEST_F(RestClientTest, ListAsksForGzipAndDecompressesIt) {
   FakeApiServer server(ioc_, [&](const FakeRequest& req) { return podList(req, 2000); });
-  auto client = makeClient(plainConfig(server));
+  auto gzipConfig = plainConfig(server);
+  gzipConfig.disableCompression = false;
+  auto client = makeClient(gzipConfig);
   auto list = run(client->list(kPods, "default", {}));
   ASSERT_TRUE(list) << list.error().message();
   ASSERT_EQ((*list)["items"].Size(), 2000u);
   EXPECT_STREQ((*list)["items"][1999]["metadata"]["name"].GetString(), "pod-1999");
   EXPECT_EQ(server.requests()[0].headers.at("accept-encoding"), "gzip");
+  auto raw = run(client->raw("GET", "/api/v1/namespaces/default/pods"));
+  ASSERT_TRUE(raw);
+  EXPECT_TRUE(raw->decompressed);
+  EXPECT_EQ(raw->header("content-encoding"), "");
 
-  auto config = plainConfig(server);
-  config.disableCompression = true;
-  auto uncompressed = makeClient(config);
+  // The default: no gzip (faster on fast links, rest_config.h).
+  auto uncompressed = makeClient(plainConfig(server));
   auto plain = run(uncompressed->list(kPods, "default", {}));
   ASSERT_TRUE(plain) << plain.error().message();
   EXPECT_EQ((*plain)["items"].Size(), 2000u);
-  EXPECT_EQ(server.requests()[1].headers.count("accept-encoding"), 0u);
+  EXPECT_EQ(server.requests()[2].headers.count("accept-encoding"), 0u);
 }
 
 TEST_F(RestClientTest, CorruptGzipBodyIsAClearError) {
@@ -935,7 +940,9 @@ TEST_F(RestClientTest, CorruptGzipBodyIsAClearError) {
     r.body = body;
     return r;
   });
-  auto client = makeClient(plainConfig(server));
+  auto config = plainConfig(server);
+  config.disableCompression = false;
+  auto client = makeClient(config);
   for (const std::string& corrupt :
        {std::string("not gzip at all"), whole.substr(0, whole.size() / 2), whole + "trailing"}) {
     body = corrupt;
