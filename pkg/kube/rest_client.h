@@ -18,12 +18,10 @@
 #pragma once
 
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -82,7 +80,9 @@ struct DeleteOptions {
 
 // A watch in progress (client-go's watch.Interface). next() yields events in order; nullopt
 // when the server ended the watch cleanly (timeoutSeconds reached); an error for a broken
-// stream or an ERROR event (410 Gone).
+// stream or an ERROR event (410 Gone). A next() whose coroutine is cancelled through Asio
+// per-operation cancellation yields Cancelled and closes the stream. An event stays valid for as
+// long as the caller keeps it (watch_decoder.h).
 class Watch {
  public:
   virtual ~Watch() = default;

@@ -19,7 +19,10 @@
 #include "test/testutil/run_sync.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
+// From the sanitizer runtime (compiler-rt's allocator_interface.h, which GCC does not ship).
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*onMalloc)(const volatile void*,
+                                                                          size_t),
+                                                         void (*onFree)(const volatile void*));
 #endif
 
 namespace {
@@ -165,6 +168,14 @@ net::awaitable<Result<size_t>> drainEvents(Watch* watch, int skip, size_t* alloc
   }
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+// Instrumented coroutine frames outgrow Asio's recycling cache (blocks up to about 1 KB), so
+// under ASan each next() allocates its few awaitable frames; the normal build recycles them.
+constexpr double kStreamAllocationsAllowed = 3.0;
+#else
+constexpr double kStreamAllocationsAllowed = 1.0;
+#endif
+
 // The same through WatchStream::next(), the coroutine a reflector awaits per event: reads,
 // decoding and the awaitable frames together.
 TEST(WatchDecoderAllocations, WatchStreamNextPerEvent) {
@@ -184,7 +195,7 @@ TEST(WatchDecoderAllocations, WatchStreamNextPerEvent) {
   const double perEvent = static_cast<double>(after - before) / kMeasured;
   std::printf("watch_stream_next allocations_per_event=%.2f\n", perEvent);
   ::testing::Test::RecordProperty("stream_allocations_per_event", std::to_string(perEvent));
-  EXPECT_LT(perEvent, 1.0);
+  EXPECT_LT(perEvent, kStreamAllocationsAllowed);
 }
 
 }  // namespace
