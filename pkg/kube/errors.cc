@@ -13,8 +13,10 @@ Error Error::api(int httpCode, meta::Status status) {
   std::string message = status.message;
   return Error(Kind::Api, httpCode, std::move(status), std::move(message));
 }
-Error Error::transport(std::string message) {
-  return Error(Kind::Transport, 0, {}, std::move(message));
+Error Error::transport(std::string message, TransportFailure failure) {
+  Error err(Kind::Transport, 0, {}, std::move(message));
+  err.transportFailure_ = failure;
+  return err;
 }
 Error Error::config(std::string message) {
   return Error(Kind::Config, 0, {}, std::move(message));

@@ -26,8 +26,17 @@ class Error {
     Cancelled,  // the caller cancelled the operation
   };
 
+  // What kind of transport failure, for retry decisions (client-go's net.IsConnectionReset,
+  // IsProbableEOF, IsTimeout, IsConnectionRefused).
+  enum class TransportFailure {
+    Other,
+    ConnectionRefused,
+    ConnectionLost,  // reset, EOF or a broken pipe: the peer went away mid-request
+    Timeout,
+  };
+
   static Error api(int httpCode, meta::Status status);
-  static Error transport(std::string message);
+  static Error transport(std::string message, TransportFailure failure = TransportFailure::Other);
   static Error config(std::string message);
   static Error decode(std::string message);
   static Error cancelled();
@@ -57,6 +66,11 @@ class Error {
   bool isServerError() const;  // 5xx
   bool isBadRequest() const;
   bool isTransport() const { return kind_ == Kind::Transport; }
+  TransportFailure transportFailure() const { return transportFailure_; }
+  bool isConnectionRefused() const {
+    return transportFailure_ == TransportFailure::ConnectionRefused;
+  }
+  bool isConnectionLost() const { return transportFailure_ == TransportFailure::ConnectionLost; }
   bool isCancelled() const { return kind_ == Kind::Cancelled; }
 
  private:
@@ -67,6 +81,7 @@ class Error {
   meta::Status status_;
   std::string message_;
   std::optional<std::chrono::seconds> retryAfter_;
+  TransportFailure transportFailure_ = TransportFailure::Other;
 };
 
 template <typename T>

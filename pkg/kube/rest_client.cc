@@ -1,21 +1,60 @@
 #include "pkg/kube/rest_client.h"
 
 #include <cctype>
-#include <charconv>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/system/system_error.hpp>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 #include "pkg/kube/client_metrics.h"
+#include "pkg/kube/user_agent.h"
 
 namespace egress::kube {
 namespace {
 
-constexpr auto kUseTuple = net::as_tuple(net::use_awaitable);
-constexpr const char* kDefaultUserAgent = "egress-operator/0.1.0 (linux/amd64) kube-cpp";
+// A watch's error body is a small Status; read no more than this, waiting this long per read.
+constexpr size_t kMaxErrorBody = size_t{1} << 20;
+constexpr std::chrono::seconds kErrorBodyIdle{30};
+// A watch reads up to this much at a time.
+constexpr size_t kWatchReadBytes = 64 * 1024;
+
+bool isCancelled(const net::cancellation_state& state) {
+  return state.cancelled() != net::cancellation_type::none;
+}
+
+// Once a coroutine's cancellation slot fired, Asio throws operation_aborted from its next
+// co_await (this_coro::throw_if_cancelled). Our code returns at the first completion that sees
+// the cancellation, but an operation that completed in the same tick as the cancellation can
+// still meet that throw; it surfaces here as the Cancelled error our callers expect, with every
+// connection the unwinding passed through closed by its destructor.
+template <class T>
+net::awaitable<Result<T>> cancellationAsError(net::awaitable<Result<T>> op) {
+  try {
+    co_return co_await std::move(op);
+  } catch (const boost::system::system_error& e) {
+    if (e.code() != net::error::operation_aborted) {
+      throw;
+    }
+  }
+  co_return Error::cancelled();
+}
+
+// Only a request that cannot change anything may be sent again on a new connection after a
+// pooled one failed under it (Go's Request.isReplayable).
+bool isReplayable(const std::string& method) {
+  return method == "GET" || method == "HEAD";
+}
+
+// client-go's rest.Config defaults (DefaultQPS, DefaultBurst); a negative QPS turns the
+// limiter off.
+std::optional<TokenBucket> makeBucket(double qps, int burst) {
+  if (qps < 0) {
+    return std::nullopt;
+  }
+  return TokenBucket(qps == 0 ? 5.0 : qps, burst == 0 ? 10 : std::max(1, burst));
+}
 
 bool isUnreserved(unsigned char c) {
   return std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~';
@@ -155,48 +194,47 @@ std::string listQuery(const ListOptions& o, bool watch) {
   return q;
 }
 
-std::optional<std::chrono::seconds> parseRetryAfter(const std::string& value) {
-  int64_t secs = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), secs);
-  if (value.empty() || ec != std::errc() || end != value.data() + value.size() || secs < 0) {
-    return std::nullopt;
-  }
-  return std::chrono::seconds(secs);
-}
-
 WatchStream::WatchStream(std::unique_ptr<ResponseStream> stream,
                          std::chrono::milliseconds idleTimeout)
-    : stream_(std::move(stream)), idleTimeout_(idleTimeout), buffer_(64 * 1024) {}
+    : stream_(std::move(stream)), idleTimeout_(idleTimeout) {}
 
 net::awaitable<Result<std::optional<WatchEvent>>> WatchStream::next() {
+  auto next = nextUnguarded();
+  co_return co_await cancellationAsError(std::move(next));
+}
+
+net::awaitable<Result<std::optional<WatchEvent>>> WatchStream::nextUnguarded() {
   for (;;) {
-    if (nextInBatch_ < batch_.size()) {
-      WatchEvent event = std::move(batch_[nextInBatch_++]);
-      if (event.type == WatchEventType::Error) {
-        co_return event.toError();
+    // Events are decoded one at a time, as they are asked for: the previous one is usually
+    // gone by then, and its memory goes to this one (watch_decoder.h).
+    auto event = decoder_.next();
+    if (!event) {
+      stream_->close();
+      co_return event.error();
+    }
+    if (*event) {
+      if ((*event)->type == WatchEventType::Error) {
+        co_return (*event)->toError();
       }
-      co_return std::optional<WatchEvent>(std::move(event));
+      co_return std::move(*event);
     }
-    batch_.clear();
-    nextInBatch_ = 0;
     if (ended_) {
-      co_return std::optional<WatchEvent>();
-    }
-    auto n = co_await stream_->readSome(buffer_.data(), buffer_.size(), idleTimeout_);
-    if (!n) {
-      co_return n.error();
-    }
-    if (*n == 0) {
-      ended_ = true;
       if (auto done = decoder_.finish(); !done) {
         co_return done.error();
       }
-      continue;
+      co_return std::optional<WatchEvent>();
     }
-    if (auto fed = decoder_.feed({buffer_.data(), *n}, batch_); !fed) {
+    char* into = decoder_.prepare(kWatchReadBytes);
+    auto n = co_await stream_->readSome(into, kWatchReadBytes, idleTimeout_);
+    if (isCancelled(co_await net::this_coro::cancellation_state)) {
       stream_->close();
-      co_return fed.error();
+      co_return Error::cancelled();
     }
+    if (!n) {
+      co_return n.error();
+    }
+    decoder_.commit(*n);
+    ended_ = *n == 0;
   }
 }
 
@@ -215,49 +253,48 @@ Result<std::unique_ptr<RestClient>> RestClient::create(net::any_io_executor exec
   tc.tlsServerName = config.tlsServerName;
   tc.clientCertPem = config.clientCertPem;
   tc.clientKeyPem = config.clientKeyPem;
+  tc.proxyUrl = config.proxyUrl;
+  tc.disableCompression = config.disableCompression;
   auto transport = makeTransport(executor, tc, options.transport);
   if (!transport) {
     return transport.error();
   }
   return std::make_unique<RestClient>(std::move(executor), config, std::move(*transport), metrics,
-                                      options);
+                                      std::move(options));
 }
 
 RestClient::RestClient(net::any_io_executor executor, const RestConfig& config,
                        std::unique_ptr<Transport> transport, prometheus::Registry* metrics,
                        RestClientOptions options)
     : executor_(std::move(executor)),
+      ownClock_(options.clock != nullptr ? nullptr : std::make_unique<RealClock>(executor_)),
+      clock_(options.clock != nullptr ? options.clock : ownClock_.get()),
       config_(config),
       transport_(std::move(transport)),
       metrics_(metrics != nullptr ? std::make_unique<ClientMetrics>(*metrics) : nullptr),
-      options_(options),
-      // QPS <= 0 turns the client-side limiter off, as in client-go's rest.Config.
-      bucket_(config.qps > 0 ? config.qps : TokenBucket::kInf, std::max(1, config.burst)),
-      userAgent_(config.userAgent.empty() ? kDefaultUserAgent : config.userAgent),
+      options_(std::move(options)),
+      retryPolicy_(RetryOptions{options_.maxRetries, options_.maxRetryWait, options_.retryJitter,
+                                options_.random}),
+      bucket_(makeBucket(config.qps, config.burst)),
+      userAgent_(config.userAgent.empty() ? defaultUserAgent() : config.userAgent),
       activeClientCert_(config.clientCertPem) {}
 
 RestClient::~RestClient() = default;
 
-net::awaitable<void> RestClient::sleep(std::chrono::milliseconds d) {
-  net::steady_timer timer(executor_, d);
-  auto [ec] = co_await timer.async_wait(kUseTuple);
-  (void)ec;
-}
-
 net::awaitable<Result<Ok>> RestClient::waitForToken(const std::string& verb) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto wait = bucket_.reserve(start);
+  if (!bucket_) {
+    co_return Ok{};
+  }
+  const auto start = clock_->now();
+  const auto wait = bucket_->reserve(start);
   if (wait > TokenBucket::Duration::zero()) {
-    net::steady_timer timer(executor_, wait);
-    auto [ec] = co_await timer.async_wait(kUseTuple);
-    if (ec) {
+    if (!co_await clock_->sleepFor(wait)) {
       co_return Error::cancelled();
     }
   }
   if (metrics_) {
-    metrics_->observeRateLimiter(
-        verb, transport_->hostLabel(),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    metrics_->observeRateLimiter(verb, transport_->hostLabel(),
+                                 std::chrono::duration<double>(clock_->now() - start).count());
   }
   co_return Ok{};
 }
@@ -286,14 +323,69 @@ net::awaitable<Result<Credentials>> RestClient::addCredentials(HttpRequest& requ
     }
     activeClientCert_ = creds->clientCertPem;
   }
-  co_return creds;
+  co_return std::move(*creds);
 }
 
-net::awaitable<Result<HttpResponse>> RestClient::send(Call call) {
+bool RestClient::retryAfterUnauthorized(const Credentials& used, bool& alreadyRefreshed) {
+  if (!config_.auth || alreadyRefreshed) {
+    return false;
+  }
+  // Rotated token or expired plugin credential: refresh once, as client-go's exec authenticator
+  // does on 401. The provider drops its cache only if `used` is still what it holds.
+  config_.auth->invalidate(used);
+  alreadyRefreshed = true;
+  return true;
+}
+
+net::awaitable<Result<RestClient::Reply>> RestClient::attempt(const Call& call,
+                                                              HttpRequest request) {
+  Reply reply;
+  if (!call.watch) {
+    auto res = co_await transport_->roundTrip(std::move(request), isReplayable(call.method));
+    if (!res) {
+      co_return res.error();
+    }
+    reply.response = std::move(*res);
+    co_return reply;
+  }
+  auto stream = co_await transport_->openStream(std::move(request));
+  if (!stream) {
+    co_return stream.error();
+  }
+  reply.response.status = (*stream)->status();
+  reply.response.headers = (*stream)->headers();
+  if (reply.response.status == 200) {
+    reply.stream = std::move(*stream);
+    co_return reply;
+  }
+  // An error status: read the (small) body for its Status.
+  std::vector<char> buf(16 * 1024);
+  while (reply.response.body.size() < kMaxErrorBody) {
+    auto n = co_await (*stream)->readSome(buf.data(), buf.size(), kErrorBodyIdle);
+    if (!n || *n == 0) {
+      break;
+    }
+    reply.response.body.append(buf.data(), *n);
+  }
+  (*stream)->close();
+  co_return reply;
+}
+
+net::awaitable<Result<RestClient::Reply>> RestClient::execute(Call call) {
+  auto op = executeUnguarded(std::move(call));
+  co_return co_await cancellationAsError(std::move(op));
+}
+
+net::awaitable<Result<RestClient::Reply>> RestClient::executeUnguarded(Call call) {
   bool refreshedCredentials = false;
-  for (int attempt = 0;; ++attempt) {
-    if (auto token = co_await waitForToken(call.method); !token) {
-      co_return token.error();
+  int retries = 0;
+  for (bool first = true;; first = false) {
+    // client-go does not rate limit opening a watch ("We specifically don't want to rate limit
+    // watches"); its retries, like every retry, take a token (withRetry.Before).
+    if (!call.watch || !first) {
+      if (auto token = co_await waitForToken(call.method); !token) {
+        co_return token.error();
+      }
     }
     HttpRequest request;
     request.method = call.method;
@@ -304,49 +396,59 @@ net::awaitable<Result<HttpResponse>> RestClient::send(Call call) {
     if (!call.contentType.empty()) {
       request.headers.emplace_back("Content-Type", call.contentType);
     }
-    auto creds = co_await addCredentials(request);
-    if (!creds) {
-      co_return creds.error();
+    auto used = co_await addCredentials(request);
+    if (!used) {
+      co_return used.error();
     }
     const auto start = std::chrono::steady_clock::now();
-    auto res = co_await transport_->roundTrip(std::move(request), call.idempotent);
+    auto reply = co_await attempt(call, std::move(request));
+    if (isCancelled(co_await net::this_coro::cancellation_state)) {
+      co_return Error::cancelled();
+    }
     if (metrics_) {
+      // Every attempt counts, under the request's own verb (a watch is a GET), as client-go's
+      // updateRequestResultMetric.
       metrics_->observeRequest(
-          res ? std::to_string(res->status) : "<error>", call.method, transport_->hostLabel(),
+          reply ? std::to_string(reply->response.status) : "<error>", call.method,
+          transport_->hostLabel(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
-    if (!res) {
-      co_return res.error();
-    }
-    if (res->status >= 200 && res->status < 300) {
-      co_return res;
-    }
-    Error err = apiError(*res);
-    const bool canRetry = attempt < options_.maxRetries;
-    if (err.isUnauthorized() && config_.auth && !refreshedCredentials) {
-      // Rotated token or expired plugin credential: refresh once, as client-go's exec
-      // authenticator does on 401.
-      config_.auth->invalidate(*creds);
-      refreshedCredentials = true;
-      continue;
-    }
-    if (canRetry && res->status == 429) {
-      // The server did not process the request, so any verb may be retried.
-      co_await sleep(err.retryAfter().value_or(std::chrono::seconds(1)));
-      continue;
-    }
-    if (canRetry && res->status >= 500 && call.idempotent) {
-      // client-go retries 5xx only with Retry-After; we also back off without it for idempotent
-      // verbs, since a restarting apiserver often answers 503 with none.
-      auto backoff = options_.retryBackoffBase * (1 << std::min(attempt, 10));
-      if (auto after = err.retryAfter()) {
-        backoff = std::chrono::duration_cast<std::chrono::milliseconds>(*after);
+    std::optional<std::chrono::milliseconds> wait;
+    if (!reply) {
+      if (reply.error().isCancelled()) {
+        co_return reply.error();
       }
-      co_await sleep(std::min(backoff, options_.retryBackoffCap));
-      continue;
+      wait = retryPolicy_.afterFailure(retries, call.method, reply.error());
+      if (!wait) {
+        co_return reply.error();
+      }
+    } else {
+      const int status = reply->response.status;
+      if (call.watch ? status == 200 : status >= 200 && status < 300) {
+        co_return reply;
+      }
+      Error err = apiError(reply->response);
+      if (err.isUnauthorized() && retryAfterUnauthorized(*used, refreshedCredentials)) {
+        continue;
+      }
+      wait = retryPolicy_.afterResponse(retries, status, reply->response.header("retry-after"));
+      if (!wait) {
+        co_return err;
+      }
     }
-    co_return err;
+    ++retries;
+    if (!co_await clock_->sleepFor(*wait)) {
+      co_return Error::cancelled();
+    }
   }
+}
+
+net::awaitable<Result<HttpResponse>> RestClient::send(Call call) {
+  auto reply = co_await execute(std::move(call));
+  if (!reply) {
+    co_return reply.error();
+  }
+  co_return std::move(reply->response);
 }
 
 net::awaitable<Result<rapidjson::Document>> RestClient::sendJson(Call call) {
@@ -372,13 +474,13 @@ net::awaitable<Result<rapidjson::Document>> RestClient::sendJson(Call call) {
 net::awaitable<Result<rapidjson::Document>> RestClient::get(Resource r, std::string ns,
                                                             std::string name,
                                                             std::string subresource) {
-  Call call{"GET", resourcePath(r, ns, name, subresource), "", "", true};
+  Call call{"GET", resourcePath(r, ns, name, subresource), "", ""};
   co_return co_await sendJson(std::move(call));
 }
 
 net::awaitable<Result<rapidjson::Document>> RestClient::list(Resource r, std::string ns,
                                                              ListOptions opts) {
-  Call call{"GET", resourcePath(r, ns, "", "") + listQuery(opts, false), "", "", true};
+  Call call{"GET", resourcePath(r, ns, "", "") + listQuery(opts, false), "", ""};
   co_return co_await sendJson(std::move(call));
 }
 
@@ -386,7 +488,7 @@ net::awaitable<Result<rapidjson::Document>> RestClient::create(Resource r, std::
                                                                std::string body,
                                                                WriteOptions opts) {
   Call call{"POST", resourcePath(r, ns, "", "") + writeQuery(opts, false), std::move(body),
-            "application/json", false};
+            "application/json"};
   co_return co_await sendJson(std::move(call));
 }
 
@@ -395,7 +497,7 @@ net::awaitable<Result<rapidjson::Document>> RestClient::update(Resource r, std::
                                                                WriteOptions opts,
                                                                std::string subresource) {
   Call call{"PUT", resourcePath(r, ns, name, subresource) + writeQuery(opts, false),
-            std::move(body), "application/json", true};
+            std::move(body), "application/json"};
   co_return co_await sendJson(std::move(call));
 }
 
@@ -403,11 +505,9 @@ net::awaitable<Result<rapidjson::Document>> RestClient::patch(Resource r, std::s
                                                               std::string name, PatchType type,
                                                               std::string body, WriteOptions opts,
                                                               std::string subresource) {
-  // A JSON patch with "add" to a list is not idempotent; merge and apply patches are.
-  const bool idempotent = type != PatchType::Json;
   Call call{"PATCH",
             resourcePath(r, ns, name, subresource) + writeQuery(opts, type == PatchType::Apply),
-            std::move(body), contentTypeOf(type), idempotent};
+            std::move(body), contentTypeOf(type)};
   co_return co_await sendJson(std::move(call));
 }
 
@@ -454,76 +554,28 @@ net::awaitable<Result<rapidjson::Document>> RestClient::remove(Resource r, std::
     w.Int64(*opts.gracePeriodSeconds);
   }
   w.EndObject();
-  Call call{"DELETE", resourcePath(r, ns, name, ""), buf.GetString(), "application/json", true};
+  Call call{"DELETE", resourcePath(r, ns, name, ""), buf.GetString(), "application/json"};
   co_return co_await sendJson(std::move(call));
 }
 
 net::awaitable<Result<HttpResponse>> RestClient::raw(std::string method, std::string target,
                                                      std::string body) {
-  const bool idempotent = method != "POST" && method != "PATCH";
-  Call call{std::move(method), std::move(target), std::move(body), "application/json", idempotent};
+  Call call{std::move(method), std::move(target), std::move(body), "application/json"};
   co_return co_await send(std::move(call));
 }
 
 net::awaitable<Result<std::unique_ptr<WatchStream>>> RestClient::watch(Resource r, std::string ns,
                                                                        ListOptions opts) {
-  bool refreshedCredentials = false;
-  for (int attempt = 0;; ++attempt) {
-    if (auto token = co_await waitForToken("WATCH"); !token) {
-      co_return token.error();
-    }
-    HttpRequest request;
-    request.method = "GET";
-    request.target = resourcePath(r, ns, "", "") + listQuery(opts, true);
-    request.headers.emplace_back("User-Agent", userAgent_);
-    request.headers.emplace_back("Accept", "application/json");
-    auto creds = co_await addCredentials(request);
-    if (!creds) {
-      co_return creds.error();
-    }
-    const auto start = std::chrono::steady_clock::now();
-    auto stream = co_await transport_->openStream(std::move(request));
-    if (metrics_) {
-      metrics_->observeRequest(
-          stream ? std::to_string((*stream)->status()) : "<error>", "WATCH",
-          transport_->hostLabel(),
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    if (!stream) {
-      co_return stream.error();
-    }
-    // The server closes a watch after timeoutSeconds; a silent connection for much longer than
-    // that is dead (network partition), which a server-side timeout alone never detects.
-    const auto idle = opts.timeoutSeconds > 0 ? std::chrono::seconds(opts.timeoutSeconds + 30)
-                                              : std::chrono::seconds(65 * 60);
-    if ((*stream)->status() == 200) {
-      co_return std::make_unique<WatchStream>(std::move(*stream), idle);
-    }
-    // Read the (small) error body for its Status.
-    HttpResponse res;
-    res.status = (*stream)->status();
-    res.headers = (*stream)->headers();
-    std::vector<char> buf(16 * 1024);
-    while (res.body.size() < (size_t{1} << 20)) {
-      auto n = co_await (*stream)->readSome(buf.data(), buf.size(), std::chrono::seconds(30));
-      if (!n || *n == 0) {
-        break;
-      }
-      res.body.append(buf.data(), *n);
-    }
-    (*stream)->close();
-    Error err = apiError(res);
-    if (err.isUnauthorized() && config_.auth && !refreshedCredentials) {
-      config_.auth->invalidate(*creds);
-      refreshedCredentials = true;
-      continue;
-    }
-    if (attempt < options_.maxRetries && res.status == 429) {
-      co_await sleep(err.retryAfter().value_or(std::chrono::seconds(1)));
-      continue;
-    }
-    co_return err;
+  Call call{"GET", resourcePath(r, ns, "", "") + listQuery(opts, true), "", "", true};
+  auto reply = co_await execute(std::move(call));
+  if (!reply) {
+    co_return reply.error();
   }
+  // The server closes a watch after timeoutSeconds; a silent connection for much longer than
+  // that is dead (network partition), which a server-side timeout alone never detects.
+  const auto idle = opts.timeoutSeconds > 0 ? std::chrono::seconds(opts.timeoutSeconds + 30)
+                                            : std::chrono::seconds(65 * 60);
+  co_return std::make_unique<WatchStream>(std::move(reply->stream), idle);
 }
 
 }  // namespace egress::kube

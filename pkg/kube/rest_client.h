@@ -3,9 +3,14 @@
 // The REST client: every verb of the Kubernetes API for any resource (group, version,
 // resource, namespaced or not, subresource), as coroutines on one io_context. It adds what
 // client-go's rest.Request adds around the transport: correct escaping of paths and queries,
-// a User-Agent, bearer credentials (refreshed once after a 401), the client-side token bucket,
-// 429 handling that honours Retry-After, bounded retries with backoff for 5xx on idempotent
-// verbs, metav1.Status decoding into kube::Error, and client-go's rest_client_* metrics.
+// a User-Agent, credentials (refreshed once after a 401), the client-side token bucket (not for
+// opening watches, as client-go), client-go's retry policy (retry_policy.h: 429/5xx only with
+// Retry-After, GETs after a lost connection), metav1.Status decoding into kube::Error, and
+// client-go's rest_client_* metrics. Requests and watches share one request path.
+//
+// Cancellation: a call whose coroutine is cancelled through Asio per-operation cancellation
+// (the losing side of `a || b`, a bound cancellation slot) completes with a Cancelled error at
+// once, and the connection it was using is closed, never pooled.
 //
 //   auto client = RestClient::create(ioc.get_executor(), config, &registry);
 //   auto pod = co_await (*client)->get(kPods, "default", "web-0");
@@ -13,19 +18,20 @@
 #pragma once
 
 #include <chrono>
-#include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <rapidjson/document.h>
 
+#include "pkg/base/clock.h"
 #include "pkg/base/token_bucket.h"
 #include "pkg/kube/errors.h"
 #include "pkg/kube/rest_config.h"
+#include "pkg/kube/retry_policy.h"
 #include "pkg/kube/transport.h"
 #include "pkg/kube/watch_decoder.h"
 
@@ -74,7 +80,9 @@ struct DeleteOptions {
 
 // A watch in progress (client-go's watch.Interface). next() yields events in order; nullopt
 // when the server ended the watch cleanly (timeoutSeconds reached); an error for a broken
-// stream or an ERROR event (410 Gone).
+// stream or an ERROR event (410 Gone). A next() whose coroutine is cancelled through Asio
+// per-operation cancellation yields Cancelled and closes the stream. An event stays valid for as
+// long as the caller keeps it (watch_decoder.h).
 class Watch {
  public:
   virtual ~Watch() = default;
@@ -91,20 +99,25 @@ class WatchStream : public Watch {
   void cancel() override;
 
  private:
+  net::awaitable<Result<std::optional<WatchEvent>>> nextUnguarded();
+
   std::unique_ptr<ResponseStream> stream_;
   std::chrono::milliseconds idleTimeout_;
   WatchDecoder decoder_;
-  std::vector<WatchEvent> batch_;
-  size_t nextInBatch_ = 0;
-  std::vector<char> buffer_;
   bool ended_ = false;
 };
 
 struct RestClientOptions {
   TransportOptions transport;
-  int maxRetries = 10;  // 429 and idempotent 5xx, as client-go's default
-  std::chrono::milliseconds retryBackoffBase{200};
-  std::chrono::milliseconds retryBackoffCap{5'000};
+  // Time for the client-side rate limiter and retry waits; null = a RealClock on the executor.
+  // Tests pass a FakeClock. Must outlive the client.
+  Clock* clock = nullptr;
+  // Retries of one request (retry_policy.h); the defaults are client-go's, plus our cap and
+  // jitter.
+  int maxRetries = 10;
+  std::chrono::seconds maxRetryWait{60};
+  double retryJitter = 0.2;
+  std::function<double()> random;  // uniform in [0, 1), for the jitter; empty = a real one
 };
 
 class RestClient {
@@ -186,21 +199,39 @@ class RestClient {
     std::string target;
     std::string body;
     std::string contentType;
-    bool idempotent = true;
+    bool watch = false;  // open a stream instead of reading a whole response
   };
+  // What a successful call returns: the response (a 2xx; its body unless a watch), and a
+  // watch's open stream.
+  struct Reply {
+    HttpResponse response;
+    std::unique_ptr<ResponseStream> stream;
+  };
+  // The one request path of every verb and of watches: rate limit, credentials, one attempt,
+  // metrics, 401 refresh, retries. Cancellation (even mid-way) becomes a Cancelled error.
+  net::awaitable<Result<Reply>> execute(Call call);
+  net::awaitable<Result<Reply>> executeUnguarded(Call call);
+  // One attempt: a whole response, or a watch's stream (with an error status, its body read).
+  net::awaitable<Result<Reply>> attempt(const Call& call, HttpRequest request);
   net::awaitable<Result<HttpResponse>> send(Call call);
   net::awaitable<Result<rapidjson::Document>> sendJson(Call call);
   net::awaitable<Result<Ok>> waitForToken(const std::string& verb);
-  // Adds the provider's credentials to `request`; returns them, for invalidate() after a 401.
+  // The credential handling, in two places only. addCredentials attaches the current
+  // credentials to a request and returns what it attached; retryAfterUnauthorized decides, after
+  // a 401 to a request made with `used`, whether to refresh and send it once more.
   net::awaitable<Result<Credentials>> addCredentials(HttpRequest& request);
-  net::awaitable<void> sleep(std::chrono::milliseconds d);
+  bool retryAfterUnauthorized(const Credentials& used, bool& alreadyRefreshed);
 
   net::any_io_executor executor_;
+  std::unique_ptr<Clock> ownClock_;
+  Clock* clock_;
   RestConfig config_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<ClientMetrics> metrics_;
   RestClientOptions options_;
-  TokenBucket bucket_;
+  RetryPolicy retryPolicy_;
+  // Empty when client-side rate limiting is off (a negative QPS).
+  std::optional<TokenBucket> bucket_;
   std::string userAgent_;
   std::string activeClientCert_;
 };
@@ -212,7 +243,5 @@ std::string escapeQueryValue(std::string_view s);
 std::string resourcePath(const Resource& r, const std::string& ns, const std::string& name,
                          const std::string& subresource);
 std::string listQuery(const ListOptions& o, bool watch);
-// Seconds of a Retry-After header ("" or a date → nullopt).
-std::optional<std::chrono::seconds> parseRetryAfter(const std::string& value);
 
 }  // namespace egress::kube

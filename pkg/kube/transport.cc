@@ -6,6 +6,9 @@
 #include <cctype>
 #include <cerrno>
 #include <deque>
+#include <optional>
+#include <type_traits>
+#include <variant>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -13,8 +16,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
+#include <openssl/x509v3.h>
 
+#include "pkg/kube/gzip.h"
+#include "pkg/kube/proxy.h"
 #include <sys/socket.h>
 
 namespace egress::kube {
@@ -125,14 +130,72 @@ Result<std::shared_ptr<ssl::context>> makeSslContext(const TransportConfig& c) {
   return ctx;
 }
 
-// One connection, plain or TLS. Holds the TLS context it was made with, so a context swap
-// (client certificate rotation) never pulls it out from under a live connection.
-struct Connection {
-  explicit Connection(net::any_io_executor ex) : plain(std::make_unique<beast::tcp_stream>(ex)) {}
-  Connection(net::any_io_executor ex, std::shared_ptr<ssl::context> c)
-      : ctx(std::move(c)), tls(std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ex, *ctx)) {}
+// Errors that mean "the peer closed before answering": on a reused keep-alive connection they
+// are what a stale connection looks like.
+bool isClosedByPeer(const boost::system::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == http::error::partial_message ||
+         ec == net::error::eof || ec == net::error::connection_reset ||
+         ec == net::error::broken_pipe || ec == ssl::error::stream_truncated;
+}
 
-  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+// The Error for a failed network operation: Cancelled when our caller cancelled it (Asio
+// per-operation cancellation completes the operation with operation_aborted), otherwise a
+// Transport error that says what it was doing and what kind of failure it was.
+Error failure(const boost::system::error_code& ec, const std::string& during) {
+  if (ec == net::error::operation_aborted) {
+    return Error::cancelled();
+  }
+  if (ec == beast::error::timeout) {
+    return Error::transport("timed out " + during, Error::TransportFailure::Timeout);
+  }
+  if (ec == net::error::connection_refused) {
+    return Error::transport(during + ": " + ec.message(),
+                            Error::TransportFailure::ConnectionRefused);
+  }
+  return Error::transport(during + ": " + ec.message(),
+                          isClosedByPeer(ec) ? Error::TransportFailure::ConnectionLost
+                                             : Error::TransportFailure::Other);
+}
+
+// The three shapes a connection's byte stream takes: plain TCP; TLS (to the API server, or to
+// an https:// proxy); TLS to the API server inside a tunnel through an https:// proxy. Asio's
+// ssl::stream nests (Beast's ssl_stream does not: it lacks lowest_layer()), so TLS is Asio's.
+using PlainStream = beast::tcp_stream;
+using TlsStream = ssl::stream<PlainStream>;
+using TlsInTlsStream = ssl::stream<TlsStream>;
+
+template <class Stream>
+constexpr bool kIsTls = !std::is_same_v<Stream, PlainStream>;
+
+// One connection and everything read from it but not yet parsed. Every operation on it is
+// written once, as a template over the stream type, and run through visit(). Holds the TLS
+// context it was made with, so a context swap (client certificate rotation) never pulls it out
+// from under a live connection.
+class Connection {
+ public:
+  Connection(net::any_io_executor ex, std::shared_ptr<ssl::context> ctx, uint64_t generation)
+      : generation(generation),
+        ctx_(std::move(ctx)),
+        stream_(std::in_place_type<PlainStream>, ex) {}
+
+  template <class F>
+  decltype(auto) visit(F&& f) {
+    return std::visit(std::forward<F>(f), stream_);
+  }
+  beast::tcp_stream& lowest() {
+    return visit([](auto& s) -> beast::tcp_stream& { return beast::get_lowest_layer(s); });
+  }
+  // Runs TLS over what the connection is now (TCP, or a TLS tunnel to a proxy) and returns the
+  // new layer's SSL handle, to name the peer before the handshake.
+  SSL* wrapInTls() {
+    // Emplaced from a local: the streams can be moved but not move-assigned.
+    if (auto* plain = std::get_if<PlainStream>(&stream_)) {
+      PlainStream inner = std::move(*plain);
+      return stream_.emplace<TlsStream>(std::move(inner), *ctx_).native_handle();
+    }
+    TlsStream inner = std::move(std::get<TlsStream>(stream_));
+    return stream_.emplace<TlsInTlsStream>(std::move(inner), *ctx_).native_handle();
+  }
 
   // An idle keep-alive connection has nothing to read. If the kernel already holds the peer's
   // FIN (0 bytes), a reset, or any bytes (a TLS close_notify), the server is done with it: using
@@ -152,12 +215,129 @@ struct Connection {
     lowest().close();
   }
 
-  std::shared_ptr<ssl::context> ctx;
-  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
-  std::unique_ptr<beast::tcp_stream> plain;
   beast::flat_buffer buffer;
-  uint64_t generation = 0;
+  const uint64_t generation;
+
+ private:
+  std::shared_ptr<ssl::context> ctx_;
+  std::variant<PlainStream, TlsStream, TlsInTlsStream> stream_;
 };
+
+// The operations on a connection, once per stream type (see Connection::visit).
+template <class Stream, class Body>
+net::awaitable<boost::system::error_code> writeMessage(Stream& s, http::request<Body>& req) {
+  auto [ec, n] = co_await http::async_write(s, req, kUseTuple);
+  (void)n;
+  co_return ec;
+}
+
+template <class Stream, class Parser>
+net::awaitable<boost::system::error_code> readWhole(Stream& s, beast::flat_buffer& buf, Parser& p) {
+  auto [ec, n] = co_await http::async_read(s, buf, p, kUseTuple);
+  (void)n;
+  co_return ec;
+}
+
+template <class Stream, class Parser>
+net::awaitable<boost::system::error_code> readHeader(Stream& s, beast::flat_buffer& buf,
+                                                     Parser& p) {
+  auto [ec, n] = co_await http::async_read_header(s, buf, p, kUseTuple);
+  (void)n;
+  co_return ec;
+}
+
+template <class Stream, class Parser>
+net::awaitable<boost::system::error_code> readSomeBody(Stream& s, beast::flat_buffer& buf,
+                                                       Parser& p) {
+  auto [ec, n] = co_await http::async_read_some(s, buf, p, kUseTuple);
+  (void)n;
+  co_return ec;
+}
+
+template <class Stream>
+net::awaitable<boost::system::error_code> handshake(Stream& s) {
+  if constexpr (kIsTls<Stream>) {
+    auto [ec] = co_await s.async_handshake(ssl::stream_base::client, kUseTuple);
+    co_return ec;
+  } else {
+    co_return net::error::operation_not_supported;  // wrapInTls() always comes first
+  }
+}
+
+// Names the peer for SNI (DNS names only, RFC 6066) and, unless verification is off, for
+// OpenSSL's own check of the certificate's subjectAltNames, which NEVER_CHECK_SUBJECT keeps
+// from falling back to the Common Name: Go refuses CN-only certificates since 1.15, and so do
+// we (Asio's host_name_verification would accept them).
+void nameThePeer(SSL* ssl, const std::string& name, bool verify) {
+  const bool ip = isIpLiteral(name);
+  if (!ip) {
+    SSL_set_tlsext_host_name(ssl, name.c_str());
+  }
+  if (verify) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+    if (ip) {
+      X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
+    } else {
+      X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
+    }
+  }
+}
+
+// What a failed handshake's certificate check said ("hostname mismatch", "unable to get local
+// issuer certificate"), for the error message.
+std::string verifyDetail(Connection& conn) {
+  const long result = conn.visit([](auto& s) -> long {
+    if constexpr (kIsTls<std::decay_t<decltype(s)>>) {
+      return SSL_get_verify_result(s.native_handle());
+    } else {
+      return X509_V_OK;
+    }
+  });
+  return result == X509_V_OK ? "" : std::string(": ") + X509_verify_cert_error_string(result);
+}
+
+// "HTTP/1.1 407 Proxy Authentication Required" → a sentence for a person who has to fix it.
+std::string proxyRefusal(const ProxyUrl& proxy, const std::string& target, unsigned status,
+                         std::string_view reason) {
+  std::string msg = "proxy " + proxy.display() + " refused to tunnel to " + target + ": " +
+                    std::to_string(status) + " " + std::string(reason);
+  if (status == 407) {
+    msg += proxy.username ? " (it refused the credentials in the proxy URL)"
+                          : " (it wants credentials: http://user:password@host:port)";
+  }
+  return msg;
+}
+
+// Asks the proxy for a tunnel to `target` ("host:port") over the connection as it is now.
+template <class Stream>
+net::awaitable<Result<Ok>> openTunnel(Stream& s, beast::flat_buffer& buffer, const ProxyUrl& proxy,
+                                      const std::string& target) {
+  http::request<http::empty_body> req{http::verb::connect, target, 11};
+  req.set(http::field::host, target);
+  if (const auto auth = proxy.authorization(); !auth.empty()) {
+    req.set(http::field::proxy_authorization, auth);
+  }
+  const std::string during = "asking proxy " + proxy.display() + " for a tunnel to " + target;
+  if (auto ec = co_await writeMessage(s, req)) {
+    co_return failure(ec, during);
+  }
+  // A 2xx answer to CONNECT has no body whatever its headers say; the tunnel starts after it.
+  http::response_parser<http::empty_body> parser;
+  parser.skip(true);
+  if (auto ec = co_await readHeader(s, buffer, parser)) {
+    co_return failure(ec, during);
+  }
+  const auto& res = parser.get();
+  if (res.result_int() / 100 != 2) {
+    co_return Error::transport(proxyRefusal(proxy, target, res.result_int(), res.reason()));
+  }
+  if (buffer.size() != 0) {
+    co_return Error::transport("proxy " + proxy.display() +
+                               " sent data before the tunnel was used");
+  }
+  co_return Ok{};
+}
 
 http::request<http::string_body> toBeast(const HttpRequest& r, const std::string& prefix,
                                          const std::string& hostHeader) {
@@ -189,50 +369,11 @@ std::map<std::string, std::string> lowerHeaders(const Fields& fields) {
   return out;
 }
 
-std::string describe(const boost::system::error_code& ec, const char* during) {
-  if (ec == beast::error::timeout) {
-    return std::string("timed out ") + during;
-  }
-  return std::string(during) + ": " + ec.message();
-}
-
-// Errors that mean "the peer closed before answering": on a reused keep-alive connection they
-// are what a stale connection looks like.
-bool isClosedByPeer(const boost::system::error_code& ec) {
-  return ec == http::error::end_of_stream || ec == net::error::eof ||
-         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
-         ec == ssl::error::stream_truncated;
-}
-
-template <class Stream>
-net::awaitable<boost::system::error_code> writeRequest(Stream& s,
-                                                       http::request<http::string_body>& req) {
-  auto [ec, n] = co_await http::async_write(s, req, kUseTuple);
-  (void)n;
-  co_return ec;
-}
-
-template <class Stream, class Parser>
-net::awaitable<boost::system::error_code> readWhole(Stream& s, beast::flat_buffer& buf, Parser& p) {
-  auto [ec, n] = co_await http::async_read(s, buf, p, kUseTuple);
-  (void)n;
-  co_return ec;
-}
-
-template <class Stream, class Parser>
-net::awaitable<boost::system::error_code> readHeader(Stream& s, beast::flat_buffer& buf,
-                                                     Parser& p) {
-  auto [ec, n] = co_await http::async_read_header(s, buf, p, kUseTuple);
-  (void)n;
-  co_return ec;
-}
-
-template <class Stream, class Parser>
-net::awaitable<boost::system::error_code> readSomeBody(Stream& s, beast::flat_buffer& buf,
-                                                       Parser& p) {
-  auto [ec, n] = co_await http::async_read_some(s, buf, p, kUseTuple);
-  (void)n;
-  co_return ec;
+bool hasHeader(const HttpRequest& r, std::string_view lowerName) {
+  return std::any_of(r.headers.begin(), r.headers.end(), [&](const auto& h) {
+    return std::equal(h.first.begin(), h.first.end(), lowerName.begin(), lowerName.end(),
+                      [](char a, char b) { return std::tolower(a) == b; });
+  });
 }
 
 class BeastResponseStream : public ResponseStream {
@@ -262,12 +403,8 @@ class BeastResponseStream : public ResponseStream {
       parser_->get().body().data = buf;
       parser_->get().body().size = size;
       conn_->lowest().expires_after(idleTimeout);
-      boost::system::error_code ec;
-      if (conn_->tls) {
-        ec = co_await readSomeBody(*conn_->tls, conn_->buffer, *parser_);
-      } else {
-        ec = co_await readSomeBody(*conn_->plain, conn_->buffer, *parser_);
-      }
+      auto op = conn_->visit([&](auto& s) { return readSomeBody(s, conn_->buffer, *parser_); });
+      auto ec = co_await std::move(op);
       if (closed_) {
         co_return Error::cancelled();
       }
@@ -277,7 +414,7 @@ class BeastResponseStream : public ResponseStream {
       const size_t got = size - parser_->get().body().size;
       if (ec) {
         close();
-        co_return Error::transport(describe(ec, "reading the response stream"));
+        co_return failure(ec, "reading the response stream");
       }
       if (got > 0) {
         co_return got;
@@ -304,10 +441,12 @@ class BeastResponseStream : public ResponseStream {
 class BeastTransport : public Transport {
  public:
   BeastTransport(net::any_io_executor ex, TransportConfig config, ServerUrl url,
-                 TransportOptions options, std::shared_ptr<ssl::context> ctx)
+                 std::optional<ProxyUrl> proxy, TransportOptions options,
+                 std::shared_ptr<ssl::context> ctx)
       : executor_(std::move(ex)),
         config_(std::move(config)),
         url_(std::move(url)),
+        proxy_(std::move(proxy)),
         options_(options),
         ctx_(std::move(ctx)),
         verifyName_(config_.tlsServerName.empty() ? url_.host : config_.tlsServerName),
@@ -334,7 +473,13 @@ class BeastTransport : public Transport {
     return Ok{};
   }
 
-  net::awaitable<Result<HttpResponse>> roundTrip(HttpRequest request, bool idempotent) override {
+  net::awaitable<Result<HttpResponse>> roundTrip(HttpRequest request, bool replayable) override {
+    // Go's transport: ask for gzip unless told not to or the caller chose an encoding itself,
+    // and then (only then) decompress.
+    const bool gzip = !config_.disableCompression && !hasHeader(request, "accept-encoding");
+    if (gzip) {
+      request.headers.emplace_back("Accept-Encoding", "gzip");
+    }
     auto req = toBeast(request, url_.pathPrefix, hostLabel_);
     for (int attempt = 0;; ++attempt) {
       auto sent = co_await send(req);
@@ -342,24 +487,20 @@ class BeastTransport : public Transport {
         co_return sent.error();
       }
       auto conn = std::move(sent->conn);
-      const bool reused = sent->reused;
       boost::system::error_code ec = sent->ec;
       http::response_parser<http::string_body> parser;
       parser.body_limit(options_.maxResponseBytes);
       if (!ec) {
-        if (conn->tls) {
-          ec = co_await readWhole(*conn->tls, conn->buffer, parser);
-        } else {
-          ec = co_await readWhole(*conn->plain, conn->buffer, parser);
-        }
+        auto op = conn->visit([&](auto& s) { return readWhole(s, conn->buffer, parser); });
+        ec = co_await std::move(op);
       }
       if (ec) {
         conn->close();
-        if (reused && idempotent && attempt == 0 && !parser.got_some() && isClosedByPeer(ec)) {
+        if (sent->reused && replayable && attempt == 0 && !parser.got_some() &&
+            isClosedByPeer(ec)) {
           continue;  // a stale keep-alive connection: the server never saw the request
         }
-        co_return Error::transport(describe(ec, ("sending " + request.method).c_str()) + " " +
-                                   hostLabel_ + request.target);
+        co_return failure(ec, "sending " + request.method + " " + hostLabel_ + request.target);
       }
       conn->lowest().expires_never();
       auto& res = parser.get();
@@ -371,6 +512,16 @@ class BeastTransport : public Transport {
         putIdle(std::move(conn));
       } else {
         conn->close();
+      }
+      if (gzip && out.header("content-encoding") == "gzip" && !out.body.empty()) {
+        auto plain = gunzip(out.body, options_.maxResponseBytes);
+        if (!plain) {
+          co_return plain.error();
+        }
+        out.body = std::move(*plain);
+        out.decompressed = true;
+        out.headers.erase("content-encoding");
+        out.headers.erase("content-length");
       }
       co_return out;
     }
@@ -384,24 +535,19 @@ class BeastTransport : public Transport {
         co_return sent.error();
       }
       auto conn = std::move(sent->conn);
-      const bool reused = sent->reused;
       boost::system::error_code ec = sent->ec;
       auto parser = std::make_unique<http::response_parser<http::buffer_body>>();
       parser->body_limit(boost::none);  // a watch body never ends on its own
       if (!ec) {
-        if (conn->tls) {
-          ec = co_await readHeader(*conn->tls, conn->buffer, *parser);
-        } else {
-          ec = co_await readHeader(*conn->plain, conn->buffer, *parser);
-        }
+        auto op = conn->visit([&](auto& s) { return readHeader(s, conn->buffer, *parser); });
+        ec = co_await std::move(op);
       }
       if (ec) {
         conn->close();
-        if (reused && attempt == 0 && !parser->got_some() && isClosedByPeer(ec)) {
+        if (sent->reused && attempt == 0 && !parser->got_some() && isClosedByPeer(ec)) {
           continue;
         }
-        co_return Error::transport(describe(ec, "opening stream") + " " + hostLabel_ +
-                                   request.target);
+        co_return failure(ec, "opening stream " + hostLabel_ + request.target);
       }
       conn->lowest().expires_never();
       co_return std::unique_ptr<ResponseStream>(
@@ -430,11 +576,8 @@ class BeastTransport : public Transport {
       sent.conn = std::move(*fresh);
     }
     sent.conn->lowest().expires_after(options_.requestTimeout);
-    if (sent.conn->tls) {
-      sent.ec = co_await writeRequest(*sent.conn->tls, req);
-    } else {
-      sent.ec = co_await writeRequest(*sent.conn->plain, req);
-    }
+    auto op = sent.conn->visit([&](auto& s) { return writeMessage(s, req); });
+    sent.ec = co_await std::move(op);
     co_return sent;
   }
 
@@ -462,33 +605,53 @@ class BeastTransport : public Transport {
     idle_.push_back(std::move(conn));
   }
 
-  net::awaitable<Result<std::unique_ptr<Connection>>> connect() {
-    tcp::resolver resolver(executor_);
-    auto [rec, endpoints] = co_await resolver.async_resolve(url_.host, url_.port, kUseTuple);
-    if (rec) {
-      co_return Error::transport("resolving " + url_.host + ": " + rec.message());
+  // TLS over whatever the connection is now, verifying `name`.
+  net::awaitable<Result<Ok>> startTls(Connection& conn, const std::string& name,
+                                      const std::string& peer) {
+    nameThePeer(conn.wrapInTls(), name, !config_.insecureSkipTlsVerify);
+    auto op = conn.visit([](auto& s) { return handshake(s); });
+    if (auto ec = co_await std::move(op)) {
+      auto err = failure(ec, "TLS handshake with " + peer + " (verifying \"" + name + "\")");
+      if (err.isTransport()) {
+        err = Error::transport(err.message() + verifyDetail(conn), err.transportFailure());
+      }
+      co_return err;
     }
-    auto conn = url_.tls ? std::make_unique<Connection>(executor_, ctx_)
-                         : std::make_unique<Connection>(executor_);
-    conn->generation = generation_;
+    co_return Ok{};
+  }
+
+  // A connection to the server, directly or through a tunnel, with TLS as the URLs say.
+  net::awaitable<Result<std::unique_ptr<Connection>>> connect() {
+    const std::string& host = proxy_ ? proxy_->host : url_.host;
+    const std::string& port = proxy_ ? proxy_->port : url_.port;
+    const std::string peer = proxy_ ? "proxy " + proxy_->display() : hostLabel_;
+    tcp::resolver resolver(executor_);
+    auto [rec, endpoints] = co_await resolver.async_resolve(host, port, kUseTuple);
+    if (rec) {
+      co_return failure(rec, "resolving " + host);
+    }
+    auto conn = std::make_unique<Connection>(executor_, ctx_, generation_);
     conn->lowest().expires_after(options_.connectTimeout);
     auto [cec, ep] = co_await conn->lowest().async_connect(endpoints, kUseTuple);
     (void)ep;
     if (cec) {
-      co_return Error::transport(describe(cec, "connecting") + " to " + hostLabel_);
+      co_return failure(cec, "connecting to " + peer);
     }
-    if (conn->tls) {
-      // SNI carries DNS names only (RFC 6066); an IP server is verified against IP SANs.
-      if (!isIpLiteral(verifyName_)) {
-        SSL_set_tlsext_host_name(conn->tls->native_handle(), verifyName_.c_str());
+    if (proxy_) {
+      if (proxy_->tls) {
+        if (auto tls = co_await startTls(*conn, proxy_->host, peer); !tls) {
+          co_return tls.error();
+        }
       }
-      if (!config_.insecureSkipTlsVerify) {
-        conn->tls->set_verify_callback(ssl::host_name_verification(verifyName_));
+      auto op =
+          conn->visit([&](auto& s) { return openTunnel(s, conn->buffer, *proxy_, hostLabel_); });
+      if (auto tunnel = co_await std::move(op); !tunnel) {
+        co_return tunnel.error();
       }
-      auto [hec] = co_await conn->tls->async_handshake(ssl::stream_base::client, kUseTuple);
-      if (hec) {
-        co_return Error::transport(describe(hec, "TLS handshake") + " with " + hostLabel_ +
-                                   " (verifying \"" + verifyName_ + "\")");
+    }
+    if (url_.tls) {
+      if (auto tls = co_await startTls(*conn, verifyName_, hostLabel_); !tls) {
+        co_return tls.error();
       }
     }
     conn->lowest().expires_never();
@@ -498,6 +661,7 @@ class BeastTransport : public Transport {
   net::any_io_executor executor_;
   TransportConfig config_;
   ServerUrl url_;
+  std::optional<ProxyUrl> proxy_;
   TransportOptions options_;
   std::shared_ptr<ssl::context> ctx_;
   std::string verifyName_;
@@ -515,16 +679,23 @@ Result<std::unique_ptr<Transport>> makeTransport(net::any_io_executor executor,
   if (!url) {
     return url.error();
   }
+  // The environment is read once per client, as Go reads it once per process.
+  auto proxy =
+      proxyFor(url->tls, url->host, url->port, config.proxyUrl, ProxyEnvironment::fromProcess());
+  if (!proxy) {
+    return proxy.error();
+  }
   std::shared_ptr<ssl::context> ctx;
-  if (url->tls) {
+  if (url->tls || (*proxy && (*proxy)->tls)) {
+    // Go's transport checks an https:// proxy with the same TLS settings as the server.
     auto made = makeSslContext(config);
     if (!made) {
       return made.error();
     }
     ctx = std::move(*made);
   }
-  return std::unique_ptr<Transport>(
-      std::make_unique<BeastTransport>(std::move(executor), config, *url, options, ctx));
+  return std::unique_ptr<Transport>(std::make_unique<BeastTransport>(
+      std::move(executor), config, *url, std::move(*proxy), options, ctx));
 }
 
 }  // namespace egress::kube

@@ -1,11 +1,15 @@
 // File: transport.h
 //
 // HTTP/1.1 to one API server, the seam between the REST client and the network. The Beast
-// implementation (makeTransport) speaks TLS through OpenSSL with CA verification plus our own
-// hostname-or-IP check (Boost 1.81's examples do none), SNI, client certificates, a keep-alive
-// pool of idle connections with a cap, connect and request timeouts, and one retry of an
-// idempotent request that met a stale pooled connection. Streams (watches) get a connection of
-// their own that is closed, never pooled, when the stream ends, fails or is cancelled.
+// implementation (makeTransport) speaks TLS through OpenSSL with CA verification and a hostname
+// or IP check against the certificate's subjectAltNames only (never its Common Name, as Go since
+// 1.15), SNI, client certificates, an HTTP CONNECT tunnel through a proxy (proxy.h; TLS to an
+// https:// proxy, then TLS to the server inside it), transparent gzip decompression of whole
+// responses when compression is enabled (as Go's transport), a keep-alive pool of idle connections
+// with a cap, connect and request timeouts, and one retry of a GET that met a stale pooled
+// connection. Streams (watches) get a connection of their own that is closed, never pooled, when
+// the stream ends, fails or is cancelled. An operation cancelled through Asio per-operation
+// cancellation fails with a Cancelled error and closes its connection.
 #pragma once
 
 #include <chrono>
@@ -35,6 +39,8 @@ struct HttpResponse {
   int status = 0;
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
+  // The body arrived gzip-compressed and was decompressed (Go's Response.Uncompressed).
+  bool decompressed = false;
 
   // The header's value, or "" (name in lower case).
   std::string header(const std::string& lowerName) const;
@@ -57,9 +63,11 @@ class ResponseStream {
 class Transport {
  public:
   virtual ~Transport() = default;
-  // Sends a request and reads the whole response. `idempotent` allows the one retry on a stale
-  // pooled connection (the request may have reached the server).
-  virtual net::awaitable<Result<HttpResponse>> roundTrip(HttpRequest request, bool idempotent) = 0;
+  // Sends a request and reads the whole response. `replayable` (GET, HEAD) allows the one retry
+  // on a new connection when a pooled one turns out stale (the request may have reached the
+  // server). Unless compression is disabled (the default) or the request names its own
+  // Accept-Encoding, asks for gzip and returns the body decompressed.
+  virtual net::awaitable<Result<HttpResponse>> roundTrip(HttpRequest request, bool replayable) = 0;
   // Sends a request and returns once the response header arrived; the body is streamed.
   virtual net::awaitable<Result<std::unique_ptr<ResponseStream>>> openStream(
       HttpRequest request) = 0;
@@ -78,6 +86,8 @@ struct TransportConfig {
   std::string tlsServerName;  // verify and send SNI for this name instead of the host
   std::string clientCertPem;
   std::string clientKeyPem;
+  std::string proxyUrl;            // "" = from the environment (proxy.h)
+  bool disableCompression = true;  // see RestConfig::disableCompression
 };
 
 struct TransportOptions {

@@ -24,6 +24,15 @@ namespace {
 
 constexpr auto kUseTuple = net::as_tuple(net::use_awaitable);
 
+// Waits until the client (or closeAll) closes the connection.
+template <class Stream>
+net::awaitable<void> parkUntilClosed(FakeApiServer::State& state, Stream& stream) {
+  char c;
+  auto [ec, n] = co_await stream.async_read_some(net::buffer(&c, 1), kUseTuple);
+  (void)n;
+  state.closedByClient += ec && !state.stopped ? 1 : 0;
+}
+
 // The server side of one connection, plain or TLS.
 template <class Stream>
 net::awaitable<void> serveRequests(std::shared_ptr<FakeApiServer::State> state, Stream& stream,
@@ -35,6 +44,7 @@ net::awaitable<void> serveRequests(std::shared_ptr<FakeApiServer::State> state, 
     auto [ec, n] = co_await http::async_read(stream, buffer, req, kUseTuple);
     (void)n;
     if (ec || state->stopped) {
+      state->closedByClient += ec && !state->stopped ? 1 : 0;
       co_return;
     }
     FakeRequest fr;
@@ -52,6 +62,10 @@ net::awaitable<void> serveRequests(std::shared_ptr<FakeApiServer::State> state, 
     if (out.hangUp) {
       boost::system::error_code ignored;
       sock->close(ignored);
+      co_return;
+    }
+    if (out.noAnswer) {
+      co_await parkUntilClosed(*state, stream);
       co_return;
     }
     if (out.chunks.empty()) {
@@ -91,9 +105,7 @@ net::awaitable<void> serveRequests(std::shared_ptr<FakeApiServer::State> state, 
       }
     }
     if (out.keepStreamOpen) {
-      // Park until the client (or closeAll) closes the connection.
-      char c;
-      co_await stream.async_read_some(net::buffer(&c, 1), kUseTuple);
+      co_await parkUntilClosed(*state, stream);
       co_return;
     }
     auto [lec, ln] = co_await net::async_write(stream, http::make_chunk_last(), kUseTuple);

@@ -34,6 +34,7 @@ struct FakeResponse {
   std::vector<std::string> chunks;
   bool keepStreamOpen = false;  // after the chunks, neither end the body nor close
   bool hangUp = false;          // close the connection without answering
+  bool noAnswer = false;        // never answer; keep the connection until the client closes it
   bool close = false;           // answer with Connection: close
 };
 
@@ -54,6 +55,8 @@ class FakeApiServer {
   unsigned short port() const { return port_; }
   const std::vector<FakeRequest>& requests() const { return state_->requests; }
   int connectionsAccepted() const { return state_->accepted; }
+  // Connections the client closed (the server's read saw the end of the stream).
+  int connectionsClosedByClient() const { return state_->closedByClient; }
   // Closes every connection that waits for its next request (the server's idle timeout):
   // the client's pooled connections go stale.
   void closeIdleConnections();
@@ -64,6 +67,7 @@ class FakeApiServer {
     Handler handler;
     std::vector<FakeRequest> requests;
     int accepted = 0;
+    int closedByClient = 0;
     std::vector<std::weak_ptr<boost::asio::ip::tcp::socket>> idle;
     std::vector<std::weak_ptr<boost::asio::ip::tcp::socket>> all;
     std::unique_ptr<boost::asio::ssl::context> tls;

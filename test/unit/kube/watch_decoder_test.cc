@@ -93,5 +93,41 @@ TEST(WatchDecoder, ErrorEventCarriesStatus) {
   EXPECT_TRUE(events[0].toError().isGone());
 }
 
+// An event owns the memory it was decoded into: it stays valid while later events reuse the
+// decoder's arenas, and after the decoder is gone.
+TEST(WatchDecoder, EventsOutliveLaterEventsAndTheirDecoder) {
+  std::vector<WatchEvent> kept;
+  {
+    WatchDecoder d;
+    std::vector<WatchEvent> events;
+    ASSERT_TRUE(d.feed(kStream, events));
+    kept.push_back(std::move(events[0]));
+    for (int round = 0; round < 20; ++round) {
+      events.clear();                        // gives the arenas back...
+      ASSERT_TRUE(d.feed(kStream, events));  // ...to be reused here
+      ASSERT_EQ(summarize(events),
+                (std::vector<std::string>{"ADDED/1", "MODIFIED/2", "DELETED/3"}));
+    }
+    kept.push_back(std::move(events[2]));
+  }
+  EXPECT_EQ(summarize(kept), (std::vector<std::string>{"ADDED/1", "DELETED/3"}));
+  EXPECT_STREQ(kept[0].object()["metadata"]["name"].GetString(), "a");
+}
+
+// An event bigger than an arena's buffer overflows into chunks; the arena is then rebuilt
+// bigger, and small events after it decode as before.
+TEST(WatchDecoder, BigAndSmallEventsInTurn) {
+  WatchDecoder d;
+  for (size_t size : {size_t{10}, size_t{200'000}, size_t{10}, size_t{3'000'000}, size_t{10}}) {
+    const std::string blob(size, 'x');
+    const std::string line = R"({"type":"ADDED","object":{"metadata":{"resourceVersion":")" +
+                             std::to_string(size) + R"("},"data":{"blob":")" + blob + "\"}}}\n";
+    std::vector<WatchEvent> events;
+    ASSERT_TRUE(d.feed(line, events));
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].object()["data"]["blob"].GetStringLength(), size);
+  }
+}
+
 }  // namespace
 }  // namespace egress::kube
