@@ -13,7 +13,9 @@
 
 #include "pkg/apis/core/pod.h"
 #include "pkg/base/clock.h"
+#include "pkg/cache/rest_lister_watcher.h"
 #include "pkg/cache/shared_informer.h"
+#include "pkg/cache/wait_for_cache_sync.h"
 #include "pkg/cli/flag_set.h"
 #include "test/bench/bench_util.h"
 #include "test/testutil/run_sync.h"
@@ -73,7 +75,11 @@ int measure(boost::asio::io_context& ioc, kube::RestClient& client, const std::s
   counter.onAdd = [&events](const auto&, bool) { ++events; };
   counter.onUpdate = [&events](const auto&, const auto&) { ++events; };
   counter.onDelete = [&events](const auto&, bool) { ++events; };
-  auto& registration = informer.addEventHandler(counter);
+  auto registration = informer.addEventHandler(counter);
+  if (!registration) {
+    std::fprintf(stderr, "%s\n", registration.error().message().c_str());
+    return 1;
+  }
 
   const size_t rssBefore = rssBytes();
   const HeapStats heapBefore = threadHeapStats();
@@ -87,7 +93,7 @@ int measure(boost::asio::io_context& ioc, kube::RestClient& client, const std::s
   }
   const double syncSeconds = secondsSince(start);
   // The handler hears of the initial list after the cache has it; count churn from there.
-  while (!registration.hasSynced()) {
+  while (!(*registration)->hasSynced()) {
     ioc.run_one();
   }
   const size_t rssAfter = rssBytes();
