@@ -130,10 +130,11 @@ struct Reflector::Core {
   }
 
   // Runs one LIST or watch request with stop() able to cancel it at once: the request runs as a
-  // coroutine of its own whose cancellation slot is bound to cancelRequest. Its completion
-  // handler is a plain function (no associated executor), so that stop() emits the cancellation
-  // synchronously instead of posting it past the end of the request. An Asio operation_aborted
-  // escaping the ListerWatcher counts as Cancelled.
+  // coroutine of its own whose cancellation slot is bound to cancelRequest, so a cancellation
+  // reaches whatever the request is waiting for (Asio per-operation cancellation). Asio
+  // dispatches the emitted signal on the executor: inline when stop() runs on the io_context,
+  // else queued ahead of anything the request's end can wake, so this state is still alive
+  // when it arrives. An Asio operation_aborted escaping the ListerWatcher counts as Cancelled.
   template <class T>
   net::awaitable<kube::Result<T>> request(net::awaitable<kube::Result<T>> op) {
     if (stopped) {
