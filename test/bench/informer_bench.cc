@@ -5,6 +5,7 @@
 //
 //   informer_bench --kubeconfig K --resource pods --namespace bench --transform strip
 //                  [--create 10000] [--churn 2000]
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -114,6 +115,8 @@ int measure(boost::asio::io_context& ioc, kube::RestClient& client, const std::s
     for (const auto& key : informer.indexer().listKeys()) {
       names.push_back(key.substr(key.find('/') + 1));
     }
+    // Always the same pods, so that runs against one cluster cache objects of the same size.
+    std::sort(names.begin(), names.end());
     const size_t baseline = events;
     const HeapStats churnBefore = threadHeapStats();
     const auto churnStart = std::chrono::steady_clock::now();
