@@ -15,6 +15,7 @@
 
 #if EGRESS_COUNT_HEAP
 // glibc's own entry points: the definitions below take the public names and count.
+// NOLINTBEGIN(bugprone-reserved-identifier,readability-identifier-naming): glibc's names
 extern "C" {
 void* __libc_malloc(size_t size);
 void* __libc_calloc(size_t count, size_t size);
@@ -22,6 +23,7 @@ void* __libc_realloc(void* ptr, size_t size);
 void* __libc_memalign(size_t alignment, size_t size);
 void __libc_free(void* ptr);
 }
+// NOLINTEND(bugprone-reserved-identifier,readability-identifier-naming)
 
 namespace {
 
