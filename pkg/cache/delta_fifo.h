@@ -6,23 +6,34 @@
 // Deleted "final state unknown" tombstone for every known object the list no longer has;
 // Resync() queues Sync for known objects without pending deltas. Objects are decoded from the
 // API's JSON and transformed (fields the operator does not use dropped) before they are queued.
+//
+// An object that does not decode is queued as an undecodable delta (key, resourceVersion and
+// error, read from the raw JSON) instead of being skipped, so that its DELETED or MODIFIED is not
+// lost and the cache can keep an explicit entry for it. Each failing object version is counted
+// and logged once, however often relists meet it again.
+//
+// Replace yields to the io_context every few hundred objects; meanwhile pop() hands out
+// nothing (the consumer waits for onReady), so the consumer never sees half a Replace.
 #pragma once
 
 #include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include <prometheus/counter.h>
 #include <rapidjson/document.h>
 #include <spdlog/spdlog.h>
 
 #include "pkg/apis/meta/decode.h"
 #include "pkg/cache/indexer.h"
 #include "pkg/cache/reflector_store.h"
+#include "pkg/cache/undecodable.h"
+#include "pkg/cache/yield.h"
 
 namespace egress::cache {
 
@@ -32,7 +43,11 @@ const char* toString(DeltaType t);
 template <class T>
 struct Delta {
   DeltaType type;
-  std::shared_ptr<const T> object;  // may be null only for a tombstone of an unknown object
+  // Null when this version did not decode (see `undecodable`), and for the tombstone of an
+  // object known only as undecodable.
+  std::shared_ptr<const T> object;
+  // This version of the object did not decode: its key, resourceVersion and the error.
+  UndecodablePtr undecodable;
   // DeletedFinalStateUnknown: the delete was inferred from a relist; `object` is the last state
   // we knew, possibly stale.
   bool finalStateUnknown = false;
@@ -44,7 +59,10 @@ class DeltaFifo : public ReflectorStore {
   using Ptr = std::shared_ptr<const T>;
   using Deltas = std::vector<Delta<T>>;
   using Decoder = std::function<meta::Decoded<T>(const rapidjson::Value&)>;
-  using Transform = std::function<void(T&)>;
+  // A transform is a plain function, named by its address, so that the informer factory can
+  // tell two apart (std::function cannot be compared) and share an informer only between
+  // callers that asked for the same one.
+  using Transform = void (*)(T&);
 
   struct Popped {
     std::string key;
@@ -52,112 +70,140 @@ class DeltaFifo : public ReflectorStore {
     bool isInInitialList = false;
   };
 
+  // One object of a complete list: typed, or undecodable.
+  struct Listed {
+    std::string key;
+    Ptr object;
+    UndecodablePtr undecodable;
+  };
+
   // knownObjects: the informer's cache (for deletes and resync); may be null.
   DeltaFifo(Decoder decoder, Transform transform, const Indexer<T>* knownObjects,
             std::function<void()> onReady = nullptr)
       : decoder_(std::move(decoder)),
-        transform_(std::move(transform)),
+        transform_(transform),
         known_(knownObjects),
         onReady_(std::move(onReady)) {}
+
+  // Where decode failures are reported: `name` in the log line, `counter` (may be null)
+  // incremented once per failing object version.
+  void reportDecodeFailures(std::string name, prometheus::Counter* counter) {
+    name_ = std::move(name);
+    decodeFailuresCounter_ = counter;
+  }
 
   // --- typed operations -----------------------------------------------------------------------
   void add(Ptr obj) {
     populated_ = true;
     std::string key = objectKey(obj->metadata);  // before obj is moved from
-    queue(key, {DeltaType::Added, std::move(obj), false});
+    queue(key, {DeltaType::Added, std::move(obj), nullptr, false});
   }
   void update(Ptr obj) {
     populated_ = true;
     std::string key = objectKey(obj->metadata);
-    queue(key, {DeltaType::Updated, std::move(obj), false});
+    queue(key, {DeltaType::Updated, std::move(obj), nullptr, false});
   }
   void remove(Ptr obj) {
     populated_ = true;
-    const std::string key = objectKey(obj->metadata);
-    // A delete of something neither queued nor known is dropped (nothing to tell anyone).
-    const bool queued = items_.count(key) != 0;
-    const bool known = known_ != nullptr && known_->contains(key);
-    if (!queued && !known) {
-      return;
-    }
-    queue(key, {DeltaType::Deleted, std::move(obj), false});
+    std::string key = objectKey(obj->metadata);
+    queueDelete(key, {DeltaType::Deleted, std::move(obj), nullptr, false});
   }
 
-  void replaceObjects(std::vector<Ptr> list) {
-    std::set<std::string> listed;
-    for (auto& obj : list) {
-      std::string key = objectKey(obj->metadata);
-      listed.insert(key);
-      queue(key, {DeltaType::Replaced, std::move(obj), false});
-    }
-    size_t deletions = 0;
-    // Queued keys the list no longer has: tombstone with the newest state we have.
-    std::vector<std::pair<std::string, Ptr>> gone;
-    for (const auto& [key, deltas] : items_) {
-      if (listed.count(key) == 0 && !deltas.empty()) {
-        gone.emplace_back(key, deltas.back().object);
+  // Replace: the list is the whole truth. Yields every few hundred objects.
+  net::awaitable<void> replace(std::vector<Listed> list) {
+    replacing_ = true;
+    std::unordered_set<std::string_view> listed;
+    listed.reserve(list.size());
+    size_t n = 0;
+    for (auto& item : list) {
+      listed.insert(item.key);
+      queue(item.key,
+            {DeltaType::Replaced, std::move(item.object), std::move(item.undecodable), false});
+      if (shouldYield(++n)) {
+        co_await yieldNow();
       }
     }
-    // Known objects missing from the list and without queued deltas.
+    // Queued keys the list no longer has: tombstone with the newest state we have.
+    std::vector<std::pair<std::string, Delta<T>>> gone;
+    for (const auto& [key, deltas] : items_) {
+      if (listed.count(key) == 0 && !deltas.empty()) {
+        gone.emplace_back(key, Delta<T>{DeltaType::Deleted, deltas.back().object,
+                                        deltas.back().undecodable, true});
+      }
+    }
+    // Known objects (typed or undecodable) missing from the list and without queued deltas.
     if (known_ != nullptr) {
       for (const auto& [key, obj] : known_->items()) {
         if (listed.count(key) == 0 && items_.count(key) == 0) {
-          gone.emplace_back(key, obj);
+          gone.emplace_back(key, Delta<T>{DeltaType::Deleted, obj, nullptr, true});
+        }
+      }
+      for (const auto& [key, entry] : known_->undecodable()) {
+        if (listed.count(key) == 0 && items_.count(key) == 0) {
+          gone.emplace_back(key, Delta<T>{DeltaType::Deleted, nullptr, entry, true});
         }
       }
     }
-    for (auto& [key, obj] : gone) {
-      queue(key, {DeltaType::Deleted, std::move(obj), true});
-      ++deletions;
+    for (auto& [key, delta] : gone) {
+      queue(key, std::move(delta));
     }
     if (!populated_) {
       populated_ = true;
-      initialPopulationCount_ = listed.size() + deletions;
+      initialPopulationCount_ = listed.size() + gone.size();
+    }
+    replacing_ = false;
+    if (!queue_.empty() && onReady_) {
+      onReady_();
     }
   }
 
   // --- ReflectorStore ---------------------------------------------------------------------------
   void startList() override { pendingList_.clear(); }
   void listItem(const rapidjson::Value& v) override {
-    if (auto obj = decode(v)) {
-      pendingList_.push_back(std::move(obj));
+    auto d = decode(v);
+    if (d.object != nullptr) {
+      std::string key = objectKey(d.object->metadata);
+      pendingList_.push_back({std::move(key), std::move(d.object), nullptr});
+    } else if (d.undecodable != nullptr) {
+      pendingList_.push_back({d.undecodable->key, nullptr, std::move(d.undecodable)});
     }
   }
-  void finishList(const std::string& rv) override {
+  net::awaitable<void> finishList(std::string rv) override {
     (void)rv;
-    replaceObjects(std::move(pendingList_));
+    std::vector<Listed> list = std::move(pendingList_);
     pendingList_.clear();
+    co_await replace(std::move(list));
   }
-  void addJson(const rapidjson::Value& v) override {
-    if (auto obj = decode(v)) {
-      add(std::move(obj));
-    }
-  }
-  void updateJson(const rapidjson::Value& v) override {
-    if (auto obj = decode(v)) {
-      update(std::move(obj));
-    }
-  }
+  void addJson(const rapidjson::Value& v) override { queueJson(DeltaType::Added, v); }
+  void updateJson(const rapidjson::Value& v) override { queueJson(DeltaType::Updated, v); }
   void removeJson(const rapidjson::Value& v) override {
-    if (auto obj = decode(v)) {
-      remove(std::move(obj));
+    populated_ = true;
+    // Only the key matters for a delete: an object that does not decode is no failure here.
+    auto d = decode(v, false);
+    if (d.object != nullptr) {
+      remove(std::move(d.object));
+    } else if (d.undecodable != nullptr) {
+      std::string key = d.undecodable->key;
+      queueDelete(key, {DeltaType::Deleted, nullptr, std::move(d.undecodable), false});
     }
   }
-  // Sync for every known object without queued deltas; the transform is not re-applied.
+  // Sync for every known object without queued deltas; the transform is not re-applied. Not
+  // during a Replace (the next resync comes soon enough).
   void resync() override {
-    if (known_ == nullptr) {
+    if (known_ == nullptr || replacing_) {
       return;
     }
     for (const auto& [key, obj] : known_->items()) {
       if (items_.count(key) == 0) {
-        queue(key, {DeltaType::Sync, obj, false});
+        queue(key, {DeltaType::Sync, obj, nullptr, false});
       }
     }
   }
 
   // --- consumer side ----------------------------------------------------------------------------
+  // Nothing while a Replace is under way.
   std::optional<Popped> pop() {
-    if (queue_.empty()) {
+    if (queue_.empty() || replacing_) {
       return std::nullopt;
     }
     Popped out;
@@ -176,15 +222,6 @@ class DeltaFifo : public ReflectorStore {
       --initialPopulationCount_;
     }
   }
-  // Pop with requeue on processing error: puts the deltas back in front of newer ones.
-  void requeue(Popped popped) {
-    auto& existing = items_[popped.key];
-    if (existing.empty()) {
-      queue_.push_front(popped.key);
-    }
-    existing.insert(existing.begin(), std::make_move_iterator(popped.deltas.begin()),
-                    std::make_move_iterator(popped.deltas.end()));
-  }
 
   bool hasSynced() const { return populated_ && initialPopulationCount_ == 0; }
   size_t size() const { return queue_.size(); }
@@ -192,22 +229,83 @@ class DeltaFifo : public ReflectorStore {
     auto it = items_.find(key);
     return it == items_.end() ? nullptr : &it->second;
   }
+  // Object versions that did not decode (each counted once).
   size_t decodeFailures() const { return decodeFailures_; }
 
  private:
-  Ptr decode(const rapidjson::Value& v) {
+  struct Decoded {
+    Ptr object;
+    UndecodablePtr undecodable;
+  };
+
+  // `report`: count and log a failure (once per object version).
+  Decoded decode(const rapidjson::Value& v, bool report = true) {
     auto decoded = decoder_(v);
-    if (!decoded) {
-      // As client-go logs and skips an object of the wrong type, never poisoning the cache.
-      ++decodeFailures_;
-      spdlog::warn("informer: skipping an object that does not decode: {}",
+    if (decoded) {
+      if (transform_ != nullptr) {
+        transform_(*decoded);
+      }
+      return {std::make_shared<const T>(std::move(*decoded)), nullptr};
+    }
+    auto entry = describeUndecodable(v, decoded.error().toString());
+    if (!entry) {
+      if (!report) {
+        return {};
+      }
+      countDecodeFailure();
+      spdlog::warn("informer {}: dropping an object without a name that does not decode: {}", name_,
                    decoded.error().toString());
-      return nullptr;
+      return {};
     }
-    if (transform_) {
-      transform_(*decoded);
+    if (report && !alreadyUndecodable(*entry)) {
+      countDecodeFailure();
+      spdlog::warn(
+          "informer {}: {} at resourceVersion {} does not decode ({}); cached as undecodable",
+          name_, entry->key, entry->resourceVersion, entry->error);
     }
-    return std::make_shared<const T>(std::move(*decoded));
+    return {nullptr, std::make_shared<const UndecodableObject>(std::move(*entry))};
+  }
+
+  // This version is already known not to decode (cached or queued as such): a relist meets it
+  // again, and it has been counted and logged.
+  bool alreadyUndecodable(const UndecodableObject& e) const {
+    if (known_ != nullptr) {
+      if (auto cached = known_->undecodable(e.key);
+          cached != nullptr && cached->resourceVersion == e.resourceVersion) {
+        return true;
+      }
+    }
+    auto it = items_.find(e.key);
+    return it != items_.end() && !it->second.empty() && it->second.back().undecodable != nullptr &&
+           it->second.back().undecodable->resourceVersion == e.resourceVersion;
+  }
+
+  void countDecodeFailure() {
+    ++decodeFailures_;
+    if (decodeFailuresCounter_ != nullptr) {
+      decodeFailuresCounter_->Increment();
+    }
+  }
+
+  void queueJson(DeltaType type, const rapidjson::Value& v) {
+    populated_ = true;
+    auto d = decode(v);
+    if (d.object != nullptr) {
+      std::string key = objectKey(d.object->metadata);
+      queue(key, {type, std::move(d.object), nullptr, false});
+    } else if (d.undecodable != nullptr) {
+      std::string key = d.undecodable->key;
+      queue(key, {type, nullptr, std::move(d.undecodable), false});
+    }
+  }
+
+  // A delete of something neither queued nor known is dropped (nothing to tell anyone).
+  void queueDelete(const std::string& key, Delta<T> delta) {
+    const bool queued = items_.count(key) != 0;
+    const bool known = known_ != nullptr && known_->hasKey(key);
+    if (queued || known) {
+      queue(key, std::move(delta));
+    }
   }
 
   void queue(const std::string& key, Delta<T> delta) {
@@ -245,10 +343,13 @@ class DeltaFifo : public ReflectorStore {
   Transform transform_;
   const Indexer<T>* known_;
   std::function<void()> onReady_;
+  std::string name_;
+  prometheus::Counter* decodeFailuresCounter_ = nullptr;
   std::unordered_map<std::string, Deltas> items_;
   std::deque<std::string> queue_;
-  std::vector<Ptr> pendingList_;
+  std::vector<Listed> pendingList_;
   bool populated_ = false;
+  bool replacing_ = false;
   size_t initialPopulationCount_ = 0;
   size_t decodeFailures_ = 0;
 };

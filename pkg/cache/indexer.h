@@ -5,6 +5,15 @@
 // functions, the "namespace" index always among them. Objects are immutable shared pointers:
 // a reader may keep one as long as it likes, and must never modify it. Everything runs on the
 // informer's io_context thread, so there are no locks.
+//
+// Objects whose current version did not decode are kept too, apart from the typed objects, as
+// undecodable entries (key, resourceVersion, error): get() and list() do not return them, so a
+// reader that must not act on a partial view checks undecodable() and fails closed.
+//
+// Updates are cheap when nothing indexed changed: the namespace index compares two strings
+// (no values are computed), and a custom index evaluates its function once, on the new object,
+// and compares the result with the values it stored for the key. Index entries refer to the
+// stored keys instead of copying them.
 #pragma once
 
 #include <functional>
@@ -13,10 +22,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "pkg/apis/meta/object_meta.h"
+#include "pkg/cache/undecodable.h"
 
 namespace egress::cache {
 
@@ -33,66 +44,81 @@ std::optional<std::pair<std::string, std::string>> splitKey(const std::string& k
 template <class T>
 using IndexFunc = std::function<std::vector<std::string>(const T&)>;
 
+// Lets string-keyed maps be searched with a string_view (no temporary string).
+struct KeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 template <class T>
 class Indexer {
  public:
   using Ptr = std::shared_ptr<const T>;
-
-  Indexer() {
-    indexers_[kNamespaceIndex] = [](const T& obj) {
-      return std::vector<std::string>{obj.metadata.namespace_};
-    };
-  }
+  using Items = std::unordered_map<std::string, Ptr, KeyHash, std::equal_to<>>;
 
   // Adds indexes, built at once over the current contents. Fails on a name already in use.
   bool addIndexers(const std::map<std::string, IndexFunc<T>>& more) {
     for (const auto& [name, fn] : more) {
-      if (indexers_.count(name) != 0) {
+      if (name == kNamespaceIndex || custom_.count(name) != 0) {
         return false;
       }
     }
     for (const auto& [name, fn] : more) {
-      indexers_[name] = fn;
+      auto& index = custom_[name];
+      index.fn = fn;
       for (const auto& [key, obj] : items_) {
-        for (const auto& value : fn(*obj)) {
-          indices_[name][value].insert(key);
-        }
+        updateCustom(index, key, *obj);
       }
     }
     return true;
   }
 
-  // Add and Update are one operation: store `obj` under `key`, moving its index entries.
+  // Add and Update are one operation: store `obj` under `key` (replacing an undecodable entry),
+  // moving its index entries.
   void put(const std::string& key, Ptr obj) {
-    auto it = items_.find(key);
-    Ptr old = it == items_.end() ? nullptr : it->second;
-    items_[key] = obj;
-    updateIndices(old.get(), obj.get(), key);
+    if (!undecodable_.empty()) {
+      undecodable_.erase(key);
+    }
+    auto [it, inserted] = items_.try_emplace(key);
+    const Ptr old = std::move(it->second);
+    it->second = std::move(obj);
+    const std::string_view k = it->first;
+    const T& now = *it->second;
+    if (old == nullptr || old->metadata.namespace_ != now.metadata.namespace_) {
+      if (old != nullptr) {
+        eraseKey(byNamespace_, old->metadata.namespace_, k);
+      }
+      byNamespace_[now.metadata.namespace_].insert(k);
+    }
+    for (auto& [name, index] : custom_) {
+      updateCustom(index, k, now);
+    }
+  }
+
+  // The object under `key` has a version that does not decode: its typed object (if any)
+  // leaves the cache and the indexes, and the entry takes its place.
+  void putUndecodable(const std::string& key, UndecodablePtr entry) {
+    removeTyped(key);
+    undecodable_[key] = std::move(entry);
   }
 
   void remove(const std::string& key) {
-    auto it = items_.find(key);
-    if (it == items_.end()) {
-      return;
+    if (!undecodable_.empty()) {
+      undecodable_.erase(key);
     }
-    updateIndices(it->second.get(), nullptr, key);
-    items_.erase(it);
-  }
-
-  // Swaps in a whole new content and rebuilds every index.
-  void replace(std::unordered_map<std::string, Ptr> items) {
-    items_ = std::move(items);
-    indices_.clear();
-    for (const auto& [key, obj] : items_) {
-      updateIndices(nullptr, obj.get(), key);
-    }
+    removeTyped(key);
   }
 
   Ptr get(const std::string& key) const {
     auto it = items_.find(key);
     return it == items_.end() ? nullptr : it->second;
   }
+  // A typed object is cached under `key`.
   bool contains(const std::string& key) const { return items_.count(key) != 0; }
+  // Anything is known under `key`: a typed object or an undecodable entry.
+  bool hasKey(const std::string& key) const {
+    return contains(key) || undecodable_.count(key) != 0;
+  }
   size_t size() const { return items_.size(); }
 
   std::vector<Ptr> list() const {
@@ -111,34 +137,42 @@ class Indexer {
     }
     return out;
   }
-  const std::unordered_map<std::string, Ptr>& items() const { return items_; }
+  const Items& items() const { return items_; }
+
+  // The undecodable entry under `key`, or null.
+  UndecodablePtr undecodable(const std::string& key) const {
+    auto it = undecodable_.find(key);
+    return it == undecodable_.end() ? nullptr : it->second;
+  }
+  // Every undecodable entry, by key.
+  const std::map<std::string, UndecodablePtr>& undecodable() const { return undecodable_; }
 
   // Keys of the objects whose index `name` contains `value`; nullopt for an unknown index.
   std::optional<std::vector<std::string>> indexKeys(const std::string& name,
                                                     const std::string& value) const {
-    if (indexers_.count(name) == 0) {
+    const auto* keysByValue = index(name);
+    if (keysByValue == nullptr) {
       return std::nullopt;
     }
     std::vector<std::string> out;
-    auto idx = indices_.find(name);
-    if (idx != indices_.end()) {
-      if (auto set = idx->second.find(value); set != idx->second.end()) {
-        out.assign(set->second.begin(), set->second.end());
-      }
+    if (auto set = keysByValue->find(value); set != keysByValue->end()) {
+      out.assign(set->second.begin(), set->second.end());
     }
     return out;
   }
 
   // Objects whose index `name` contains `value` (ByIndex); nullopt for an unknown index.
   std::optional<std::vector<Ptr>> byIndex(const std::string& name, const std::string& value) const {
-    auto keys = indexKeys(name, value);
-    if (!keys) {
+    const auto* keysByValue = index(name);
+    if (keysByValue == nullptr) {
       return std::nullopt;
     }
     std::vector<Ptr> out;
-    out.reserve(keys->size());
-    for (const auto& k : *keys) {
-      out.push_back(items_.at(k));
+    if (auto set = keysByValue->find(value); set != keysByValue->end()) {
+      out.reserve(set->second.size());
+      for (const auto& k : set->second) {
+        out.push_back(items_.find(k)->second);
+      }
     }
     return out;
   }
@@ -146,8 +180,8 @@ class Indexer {
   // The values index `name` currently holds (ListIndexFuncValues).
   std::vector<std::string> indexValues(const std::string& name) const {
     std::vector<std::string> out;
-    if (auto idx = indices_.find(name); idx != indices_.end()) {
-      for (const auto& [value, keys] : idx->second) {
+    if (const auto* keysByValue = index(name)) {
+      for (const auto& [value, keys] : *keysByValue) {
         out.push_back(value);
       }
     }
@@ -155,35 +189,83 @@ class Indexer {
   }
 
  private:
-  void updateIndices(const T* old, const T* now, const std::string& key) {
-    for (const auto& [name, fn] : indexers_) {
-      std::vector<std::string> before = old ? fn(*old) : std::vector<std::string>{};
-      std::vector<std::string> after = now ? fn(*now) : std::vector<std::string>{};
-      // Unchanged single value: nothing to move (the common case on every update).
-      if (before.size() == 1 && after.size() == 1 && before[0] == after[0]) {
-        continue;
-      }
-      auto& index = indices_[name];
-      for (const auto& v : before) {
-        auto set = index.find(v);
-        if (set == index.end()) {
-          continue;
-        }
-        set->second.erase(key);
-        // Empty sets are dropped: high-cardinality indexes leaked otherwise (k/k#84959).
-        if (set->second.empty()) {
-          index.erase(set);
-        }
-      }
-      for (const auto& v : after) {
-        index[v].insert(key);
-      }
+  // Views of items_' keys: a node-based map keeps them in place while the item is stored.
+  using KeySet = std::set<std::string_view>;
+  using KeysByValue = std::unordered_map<std::string, KeySet>;
+
+  struct CustomIndex {
+    IndexFunc<T> fn;
+    KeysByValue keysByValue;
+    // Each object's values as last computed: an update compares the new object's values with
+    // these instead of recomputing the old object's, and a removal computes nothing.
+    std::unordered_map<std::string_view, std::vector<std::string>> valuesByKey;
+  };
+
+  const KeysByValue* index(const std::string& name) const {
+    if (name == kNamespaceIndex) {
+      return &byNamespace_;
+    }
+    auto it = custom_.find(name);
+    return it == custom_.end() ? nullptr : &it->second.keysByValue;
+  }
+
+  // Empty sets are dropped: high-cardinality indexes leaked otherwise (k/k#84959).
+  static void eraseKey(KeysByValue& keysByValue, const std::string& value, std::string_view key) {
+    auto set = keysByValue.find(value);
+    if (set == keysByValue.end()) {
+      return;
+    }
+    set->second.erase(key);
+    if (set->second.empty()) {
+      keysByValue.erase(set);
     }
   }
 
-  std::unordered_map<std::string, Ptr> items_;
-  std::map<std::string, IndexFunc<T>> indexers_;
-  std::map<std::string, std::unordered_map<std::string, std::set<std::string>>> indices_;
+  static void updateCustom(CustomIndex& index, std::string_view key, const T& now) {
+    std::vector<std::string> after = index.fn(now);
+    auto cached = index.valuesByKey.find(key);
+    if (cached != index.valuesByKey.end()) {
+      if (cached->second == after) {
+        return;
+      }
+      for (const auto& v : cached->second) {
+        eraseKey(index.keysByValue, v, key);
+      }
+    }
+    for (const auto& v : after) {
+      index.keysByValue[v].insert(key);
+    }
+    if (cached != index.valuesByKey.end()) {
+      cached->second = std::move(after);
+    } else {
+      index.valuesByKey.emplace(key, std::move(after));
+    }
+  }
+
+  void removeTyped(const std::string& key) {
+    auto it = items_.find(key);
+    if (it == items_.end()) {
+      return;
+    }
+    const std::string_view k = it->first;
+    eraseKey(byNamespace_, it->second->metadata.namespace_, k);
+    for (auto& [name, index] : custom_) {
+      if (auto cached = index.valuesByKey.find(k); cached != index.valuesByKey.end()) {
+        for (const auto& v : cached->second) {
+          eraseKey(index.keysByValue, v, k);
+        }
+        index.valuesByKey.erase(cached);
+      }
+    }
+    items_.erase(it);
+  }
+
+  Items items_;
+  // The namespace index. An object's namespace is part of its key, so an update almost never
+  // moves it; comparing the two namespaces costs no allocation.
+  KeysByValue byNamespace_;
+  std::map<std::string, CustomIndex> custom_;
+  std::map<std::string, UndecodablePtr> undecodable_;
 };
 
 }  // namespace egress::cache

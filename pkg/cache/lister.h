@@ -3,6 +3,10 @@
 // Typed read access to an informer's cache (client-go's generated listers): list everything or
 // one namespace (through the namespace index), filtered by a label selector, or get one object
 // by namespace and name. Results are shared, immutable objects; never modify them.
+//
+// Objects whose current version does not decode are not among the typed results (get() returns
+// null for them); undecodable() lists them, so that a controller that must not act on a
+// partial view (allocating addresses, for one) can fail closed while any exists.
 #pragma once
 
 #include <memory>
@@ -50,10 +54,28 @@ class Lister {
 
   // ns "" for cluster-scoped objects.
   Ptr get(const std::string& ns, const std::string& name) const {
-    return indexer_.get(ns.empty() ? name : ns + "/" + name);
+    return indexer_.get(key(ns, name));
+  }
+
+  // Every undecodable entry, or those of one namespace ("" = all).
+  std::vector<UndecodablePtr> undecodable(const std::string& ns = "") const {
+    std::vector<UndecodablePtr> out;
+    for (const auto& [key, entry] : indexer_.undecodable()) {
+      if (ns.empty() || key.compare(0, ns.size() + 1, ns + "/") == 0) {
+        out.push_back(entry);
+      }
+    }
+    return out;
+  }
+  // The undecodable entry of one object, or null.
+  UndecodablePtr undecodable(const std::string& ns, const std::string& name) const {
+    return indexer_.undecodable(key(ns, name));
   }
 
  private:
+  static std::string key(const std::string& ns, const std::string& name) {
+    return ns.empty() ? name : ns + "/" + name;
+  }
   static bool matches(const T& obj, const meta::LabelSelector* selector) {
     return selector == nullptr || selector->matches(obj.metadata.labels);
   }

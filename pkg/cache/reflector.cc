@@ -1,8 +1,16 @@
 #include "pkg/cache/reflector.h"
 
+#include <optional>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <spdlog/spdlog.h>
+
+#include "pkg/base/notifier.h"
+#include "pkg/cache/undecodable.h"
+#include "pkg/cache/yield.h"
 
 namespace egress::cache {
 
@@ -20,6 +28,16 @@ bool isTooLargeResourceVersionError(const kube::Error& e) {
          e.status().message.find("Too large resource version") != std::string::npos;
 }
 
+bool isWatchConnectionEnd(const kube::Error& e) {
+  // A transport error on a stream that was already established is a read that failed: the
+  // server or something between us closed or reset the connection (mid-chunk or not), or
+  // nothing arrived within the idle timeout. client-go's StreamWatcher ends the watch quietly
+  // on all of these (EOF, unexpected EOF, IsProbableEOF, IsTimeout) and the reflector watches
+  // again from the last resourceVersion; a relist would cost a full LIST per informer after
+  // every apiserver restart or load-balancer idle cut.
+  return e.isTransport();
+}
+
 namespace {
 
 bool isConnectionRefused(const kube::Error& e) {
@@ -30,15 +48,6 @@ bool isConnectionRefused(const kube::Error& e) {
 // for watch) or do not know them.
 bool meansWatchListUnsupported(const kube::Error& e) {
   return e.isInvalid() || e.isBadRequest() || e.httpCode() == 422;
-}
-
-std::string resourceVersionOf(const rapidjson::Value& obj) {
-  auto meta = obj.FindMember("metadata");
-  if (meta == obj.MemberEnd() || !meta->value.IsObject()) {
-    return {};
-  }
-  auto rv = meta->value.FindMember("resourceVersion");
-  return rv != meta->value.MemberEnd() && rv->value.IsString() ? rv->value.GetString() : "";
 }
 
 bool isInitialEventsEnd(const rapidjson::Value& obj) {
@@ -55,374 +64,524 @@ bool isInitialEventsEnd(const rapidjson::Value& obj) {
          std::string_view(v->value.GetString()) == "true";
 }
 
+// The list's resourceVersion and continue token.
+std::pair<std::string, std::string> listMeta(const rapidjson::Document& doc) {
+  std::pair<std::string, std::string> out;
+  auto meta = doc.FindMember("metadata");
+  if (meta == doc.MemberEnd() || !meta->value.IsObject()) {
+    return out;
+  }
+  if (auto r = meta->value.FindMember("resourceVersion");
+      r != meta->value.MemberEnd() && r->value.IsString()) {
+    out.first = r->value.GetString();
+  }
+  if (auto c = meta->value.FindMember("continue");
+      c != meta->value.MemberEnd() && c->value.IsString()) {
+    out.second = c->value.GetString();
+  }
+  return out;
+}
+
+// One request of the reflector's, run as a coroutine of its own (so that it has a cancellation
+// slot of its own): what it returned or threw, and a signal for its end.
+template <class T>
+struct PendingRequest {
+  explicit PendingRequest(const net::any_io_executor& executor) : done(executor) {}
+  std::optional<T> result;
+  std::exception_ptr thrown;
+  bool finished = false;
+  Notifier done;
+};
+
+template <class T>
+net::awaitable<void> storeInto(net::awaitable<T> op, std::shared_ptr<PendingRequest<T>> call) {
+  call->result.emplace(co_await std::move(op));
+}
+
 }  // namespace
 
-Reflector::Reflector(ListerWatcher& lw, ReflectorStore& store, Clock& clock,
-                     ReflectorOptions options, std::function<double()> random)
-    : lw_(lw),
-      store_(store),
-      clock_(clock),
-      options_(std::move(options)),
-      random_(std::move(random)),
-      backoff_(options_.backoff, random_),
-      backoffTimer_(clock.makeTimer()),
-      resyncTimer_(clock.makeTimer()) {
-  stats_.watchListSupported = options_.useWatchList;
-}
-
-Reflector::~Reflector() = default;
-
-void Reflector::stop() {
-  stopped_ = true;
-  if (currentWatch_ != nullptr) {
-    currentWatch_->cancel();
+struct Reflector::Core {
+  Core(ListerWatcher& lw, ReflectorStore& store, Clock& clock, ReflectorOptions options,
+       std::function<double()> random)
+      : lw(lw),
+        store(store),
+        clock(clock),
+        options(std::move(options)),
+        random(std::move(random)),
+        backoff(this->options.backoff, this->random),
+        backoffTimer(clock.makeTimer()),
+        resyncTimer(clock.makeTimer()) {
+    stats.watchListSupported = this->options.useWatchList;
   }
-  backoffTimer_->cancel();
-  resyncTimer_->cancel();
-}
 
-net::awaitable<void> Reflector::run() {
-  ++running_;
-  if (options_.resyncPeriod.count() > 0) {
-    ++running_;
-    // Named locals: g++ 12 miscompiles a co_await inside co_spawn's argument list (the new
-    // coroutine's `this` comes out garbage).
-    auto executor = co_await net::this_coro::executor;
-    auto loop = resyncLoop(this);
-    net::co_spawn(executor, std::move(loop), rethrowUnhandled);
-  }
-  while (!stopped_) {
-    auto result = co_await listAndWatch();
-    if (stopped_) {
-      break;
+  void stop() {
+    if (stopped) {
+      return;
     }
-    if (!result) {
-      const auto& err = result.error();
-      if (isExpiredError(err)) {
-        spdlog::debug("reflector {}: {} (relisting)", options_.name, err.message());
-      } else {
-        spdlog::warn("reflector {}: {}", options_.name, err.message());
+    stopped = true;
+    if (requestInFlight) {
+      cancelRequest.emit(net::cancellation_type::terminal);
+    }
+    if (currentWatch != nullptr) {
+      currentWatch->cancel();
+    }
+    backoffTimer->cancel();
+    resyncTimer->cancel();
+  }
+
+  // Runs one LIST or watch request with stop() able to cancel it at once: the request runs as a
+  // coroutine of its own whose cancellation slot is bound to cancelRequest, so a cancellation
+  // reaches whatever the request is waiting for (Asio per-operation cancellation). Asio
+  // dispatches the emitted signal on the executor: inline when stop() runs on the io_context,
+  // else queued ahead of anything the request's end can wake, so this state is still alive
+  // when it arrives. An Asio operation_aborted escaping the ListerWatcher counts as Cancelled.
+  template <class T>
+  net::awaitable<kube::Result<T>> request(net::awaitable<kube::Result<T>> op) {
+    if (stopped) {
+      co_return kube::Error::cancelled();
+    }
+    auto executor = co_await net::this_coro::executor;
+    auto call = std::make_shared<PendingRequest<kube::Result<T>>>(executor);
+    auto task = storeInto(std::move(op), call);
+    requestInFlight = true;
+    net::co_spawn(
+        executor, std::move(task),
+        net::bind_cancellation_slot(cancelRequest.slot(), [call](const std::exception_ptr& e) {
+          call->thrown = e;
+          call->finished = true;
+          call->done.notify();
+        }));
+    while (!call->finished) {
+      co_await call->done.wait();
+    }
+    requestInFlight = false;
+    if (call->thrown) {
+      try {
+        std::rethrow_exception(call->thrown);
+      } catch (const boost::system::system_error& e) {
+        if (e.code() != net::error::operation_aborted) {
+          throw;
+        }
       }
     }
-    // Every ListAndWatch return is followed by the backoff (client-go's wait.BackoffUntil).
-    if (!co_await backoffWait()) {
-      break;
+    if (!call->result) {
+      co_return kube::Error::cancelled();
+    }
+    co_return std::move(*call->result);
+  }
+
+  net::awaitable<bool> backoffWait() {
+    ++stats.backoffs;
+    const auto delay = backoff.next(clock.now());
+    const bool waited = co_await backoffTimer->waitUntil(clock.now() + delay);
+    co_return waited && !stopped;
+  }
+
+  std::string relistResourceVersion() const {
+    if (rvUnavailable) {
+      return "";  // a quorum read: the last one we had is gone or too new
+    }
+    if (lastSyncRv.empty()) {
+      return "0";  // first list: may be served from the watch cache
+    }
+    return lastSyncRv;
+  }
+
+  int64_t watchTimeoutSeconds() {
+    const auto min = options.minWatchTimeout.count();
+    return min + static_cast<int64_t>(random() * static_cast<double>(min));
+  }
+
+  void noteRvUnavailable(const kube::Error& e) {
+    if (isExpiredError(e) || isTooLargeResourceVersionError(e)) {
+      rvUnavailable = true;
     }
   }
-  --running_;
-}
 
-net::awaitable<bool> Reflector::backoffWait() {
-  ++stats_.backoffs;
-  const auto delay = backoff_.next(clock_.now());
-  const bool waited = co_await backoffTimer_->waitUntil(clock_.now() + delay);
-  co_return waited && !stopped_;
-}
-
-std::string Reflector::relistResourceVersion() const {
-  if (rvUnavailable_) {
-    return "";  // a quorum read: the last one we had is gone or too new
-  }
-  if (lastSyncRv_.empty()) {
-    return "0";  // first list: may be served from the watch cache
-  }
-  return lastSyncRv_;
-}
-
-int64_t Reflector::watchTimeoutSeconds() {
-  const auto min = options_.minWatchTimeout.count();
-  return min + static_cast<int64_t>(random_() * static_cast<double>(min));
-}
-
-net::awaitable<kube::Result<Ok>> Reflector::listAndWatch() {
-  if (options_.useWatchList && stats_.watchListSupported) {
-    auto streamed = co_await watchList();
-    if (!streamed) {
-      co_return streamed.error();
+  net::awaitable<kube::Result<Ok>> listAndWatch() {
+    if (options.useWatchList && stats.watchListSupported) {
+      auto streamed = co_await watchList();
+      if (stopped) {
+        co_return Ok{};
+      }
+      if (streamed) {
+        // The same stream goes on with ordinary events.
+        auto watch = std::move(*streamed);
+        currentWatch = watch.get();
+        auto watched = co_await handleWatch(*watch, clock.now());
+        currentWatch = nullptr;
+        if (!watched) {
+          co_return watched.error();
+        }
+        co_return co_await watchLoop();
+      }
+      // client-go's fallbackToList: any failure of a streaming attempt lists instead, now;
+      // making progress beats waiting for a feature the server may never offer.
+      if (streamed.error().isCancelled()) {
+        co_return streamed.error();
+      }
+      if (stats.watchListSupported) {
+        spdlog::warn("reflector {}: streaming list failed ({}); listing instead", options.name,
+                     streamed.error().message());
+      }
     }
-    if (*streamed == Outcome::Ok) {
-      co_return co_await watchLoop();
+    auto listed = co_await list();
+    if (!listed) {
+      co_return listed.error();
     }
-    spdlog::info("reflector {}: the server has no streaming lists; using LIST", options_.name);
-    stats_.watchListSupported = false;
+    co_return co_await watchLoop();
   }
-  auto listed = co_await list();
-  if (!listed) {
-    co_return listed.error();
-  }
-  co_return co_await watchLoop();
-}
 
-net::awaitable<kube::Result<Ok>> Reflector::list() {
-  for (int attempt = 0;; ++attempt) {
+  // One complete list, at resourceVersion `rv` then, if the server no longer has it (or not
+  // yet), once more at once from "": client-go's list() with its expired-RV retry.
+  net::awaitable<kube::Result<Ok>> list() {
     const std::string rv = relistResourceVersion();
+    auto listed = co_await listAt(rv);
+    if (!listed && !stopped && !rv.empty() &&
+        (isExpiredError(listed.error()) || isTooLargeResourceVersionError(listed.error()))) {
+      rvUnavailable = true;
+      listed = co_await listAt(relistResourceVersion());
+    }
+    co_return listed;
+  }
+
+  net::awaitable<kube::Result<Ok>> listAt(std::string rv) {
     kube::ListOptions opts;
     opts.resourceVersion = rv;
     // A list at a specific resourceVersion is served whole from the watch cache: no paging,
     // unless an earlier RV="0" list showed the cache is off (it came back paginated).
     const bool exactish = !rv.empty() && rv != "0";
-    opts.limit = (exactish && !paginatedResult_) ? 0 : options_.pageSize;
-    store_.startList();
+    opts.limit = (exactish && !paginatedResult) ? 0 : options.pageSize;
+    store.startList();
     bool paginated = false;
     std::string listRv;
-    bool retryFromEmpty = false;
+    size_t decoded = 0;
     for (;;) {
-      ++stats_.listRequests;
-      auto page = co_await lw_.list(opts);
-      if (stopped_) {
-        co_return Ok{};
+      ++stats.listRequests;
+      auto op = lw.list(opts);
+      auto page = co_await request(std::move(op));
+      if (stopped) {
+        co_return kube::Error::cancelled();
       }
       if (!page) {
-        const auto& err = page.error();
-        if (!opts.continueToken.empty() && isExpiredError(err)) {
+        if (!opts.continueToken.empty() && isExpiredError(page.error())) {
           // pager.FullListIfExpired: the continue token expired; list everything in one go.
           opts.continueToken.clear();
           opts.limit = 0;
           opts.resourceVersion = rv;
-          store_.startList();
+          store.startList();
           continue;
-        }
-        if ((isExpiredError(err) || isTooLargeResourceVersionError(err)) && !rv.empty()) {
-          rvUnavailable_ = true;
-          retryFromEmpty = true;
-          break;
         }
         co_return page.error();
       }
-      const auto& doc = *page;
-      if (auto items = doc.FindMember("items");
-          items != doc.MemberEnd() && items->value.IsArray()) {
+      if (auto items = page->FindMember("items");
+          items != page->MemberEnd() && items->value.IsArray()) {
         for (const auto& item : items->value.GetArray()) {
-          store_.listItem(item);
+          store.listItem(item);
+          if (shouldYield(++decoded)) {
+            co_await yieldNow();
+            if (stopped) {
+              co_return kube::Error::cancelled();
+            }
+          }
         }
       }
-      std::string cont;
-      if (auto meta = doc.FindMember("metadata");
-          meta != doc.MemberEnd() && meta->value.IsObject()) {
-        if (auto r = meta->value.FindMember("resourceVersion");
-            r != meta->value.MemberEnd() && r->value.IsString()) {
-          listRv = r->value.GetString();
-        }
-        if (auto c = meta->value.FindMember("continue");
-            c != meta->value.MemberEnd() && c->value.IsString()) {
-          cont = c->value.GetString();
-        }
-      }
+      auto [pageRv, cont] = listMeta(*page);
+      listRv = std::move(pageRv);
       if (cont.empty()) {
         break;
       }
       paginated = true;
-      opts.continueToken = cont;
+      opts.continueToken = std::move(cont);
       // A continuation carries its own snapshot; resourceVersion is not allowed with it.
       opts.resourceVersion.clear();
     }
-    if (retryFromEmpty) {
-      if (attempt > 0) {
-        co_return kube::Error::decode("relist from \"\" failed");
-      }
-      continue;  // immediately, with RV "" (item 7)
-    }
     if (rv == "0" && paginated) {
-      paginatedResult_ = true;
+      paginatedResult = true;
     }
-    rvUnavailable_ = false;
-    store_.finishList(listRv);
-    lastSyncRv_ = listRv;
-    ++stats_.lists;
+    co_await store.finishList(listRv);
+    if (stopped) {
+      co_return kube::Error::cancelled();
+    }
+    rvUnavailable = false;
+    lastSyncRv = listRv;
+    ++stats.lists;
     co_return Ok{};
   }
-}
 
-net::awaitable<kube::Result<Reflector::Outcome>> Reflector::watchList() {
-  kube::ListOptions opts;
-  opts.resourceVersion = rvUnavailable_ ? "" : lastSyncRv_;
-  opts.sendInitialEvents = true;
-  opts.resourceVersionMatch = "NotOlderThan";
-  opts.allowWatchBookmarks = true;
-  opts.timeoutSeconds = watchTimeoutSeconds();
-  ++stats_.watches;
-  auto watch = co_await lw_.watch(opts);
-  if (!watch) {
-    if (meansWatchListUnsupported(watch.error())) {
-      co_return Outcome::Unsupported;
-    }
-    if (isExpiredError(watch.error()) || isTooLargeResourceVersionError(watch.error())) {
-      rvUnavailable_ = true;
-    }
-    co_return watch.error();
-  }
-  currentWatch_ = watch->get();
-  store_.startList();
-  bool sawEvent = false;
-  for (;;) {
-    auto next = co_await (*watch)->next();
-    if (stopped_) {
-      currentWatch_ = nullptr;
-      co_return Outcome::Ok;
-    }
-    if (!next) {
-      currentWatch_ = nullptr;
-      if (!sawEvent && meansWatchListUnsupported(next.error())) {
-        co_return Outcome::Unsupported;
-      }
-      if (isExpiredError(next.error()) || isTooLargeResourceVersionError(next.error())) {
-        rvUnavailable_ = true;
-      }
-      co_return next.error();
-    }
-    if (!next->has_value()) {
-      currentWatch_ = nullptr;
-      co_return kube::Error::decode("streaming list ended before its initial events did");
-    }
-    sawEvent = true;
-    const auto& event = **next;
-    if (event.type == kube::WatchEventType::Added) {
-      store_.listItem(event.object());
-    } else if (event.type == kube::WatchEventType::Bookmark && isInitialEventsEnd(event.object())) {
-      const std::string rv = resourceVersionOf(event.object());
-      rvUnavailable_ = false;
-      store_.finishList(rv);
-      lastSyncRv_ = rv;
-      ++stats_.lists;
-      break;
-    }
-  }
-  // The same stream goes on with ordinary events.
-  auto watched = co_await handleWatch(**watch);
-  currentWatch_ = nullptr;
-  if (!watched) {
-    co_return watched.error();
-  }
-  co_return Outcome::Ok;
-}
-
-net::awaitable<kube::Result<Ok>> Reflector::watchLoop() {
-  while (!stopped_) {
+  // A streaming list: the watch that delivered the initial events up to the bookmark, ready to
+  // go on with ordinary events; an error for any failure before that.
+  net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> watchList() {
     kube::ListOptions opts;
-    opts.resourceVersion = lastSyncRv_;
-    opts.timeoutSeconds = watchTimeoutSeconds();
+    opts.resourceVersion = rvUnavailable ? "" : lastSyncRv;
+    opts.sendInitialEvents = true;
+    opts.resourceVersionMatch = "NotOlderThan";
     opts.allowWatchBookmarks = true;
-    ++stats_.watches;
-    auto watch = co_await lw_.watch(opts);
-    if (stopped_) {
-      break;
-    }
+    opts.timeoutSeconds = watchTimeoutSeconds();
+    ++stats.watches;
+    auto op = lw.watch(opts);
+    auto watch = co_await request(std::move(op));
     if (!watch) {
-      const auto& err = watch.error();
-      if (isConnectionRefused(err) || err.isTooManyRequests()) {
-        // The server is restarting or shedding load: wait, then watch again, no relist.
-        if (!co_await backoffWait()) {
-          break;
-        }
-        continue;
+      if (meansWatchListUnsupported(watch.error())) {
+        spdlog::info("reflector {}: the server has no streaming lists; using LIST", options.name);
+        stats.watchListSupported = false;
       }
+      noteRvUnavailable(watch.error());
       co_return watch.error();
     }
-    currentWatch_ = watch->get();
-    auto watched = co_await handleWatch(**watch);
-    currentWatch_ = nullptr;
-    if (!watched) {
-      if (watched.error().isTooManyRequests()) {
-        if (!co_await backoffWait()) {
-          break;
+    std::unique_ptr<kube::Watch> stream = std::move(*watch);
+    currentWatch = stream.get();
+    store.startList();
+    bool sawEvent = false;
+    size_t received = 0;
+    for (;;) {
+      auto next = co_await stream->next();
+      if (stopped) {
+        currentWatch = nullptr;
+        co_return kube::Error::cancelled();
+      }
+      if (!next) {
+        currentWatch = nullptr;
+        if (!sawEvent && meansWatchListUnsupported(next.error())) {
+          spdlog::info("reflector {}: the server has no streaming lists; using LIST", options.name);
+          stats.watchListSupported = false;
         }
-        continue;
+        noteRvUnavailable(next.error());
+        co_return next.error();
       }
-      // 410 during the watch: relist from the last RV we saw, not from "" (item 14).
-      co_return watched.error();
-    }
-    // A clean end (timeoutSeconds): watch again at once from the last RV.
-  }
-  co_return Ok{};
-}
-
-net::awaitable<kube::Result<Ok>> Reflector::handleWatch(kube::Watch& watch) {
-  const auto start = clock_.now();
-  int events = 0;
-  for (;;) {
-    auto next = co_await watch.next();
-    if (stopped_) {
-      co_return Ok{};
-    }
-    if (!next) {
-      co_return next.error();
-    }
-    if (!next->has_value()) {
-      if (events == 0 && clock_.now() - start < std::chrono::seconds(1)) {
-        co_return kube::Error::transport("very short watch: closed within 1s with no events");
+      if (!next->has_value()) {
+        currentWatch = nullptr;
+        co_return kube::Error::decode("streaming list ended before its initial events did");
       }
-      co_return Ok{};
-    }
-    ++events;
-    dispatch(**next);
-  }
-}
-
-void Reflector::dispatch(const kube::WatchEvent& event) {
-  const auto& obj = event.object();
-  switch (event.type) {
-    case kube::WatchEventType::Added:
-      store_.addJson(obj);
-      break;
-    case kube::WatchEventType::Modified:
-      store_.updateJson(obj);
-      break;
-    case kube::WatchEventType::Deleted:
-      store_.removeJson(obj);
-      break;
-    case kube::WatchEventType::Bookmark:
-      store_.bookmark(resourceVersionOf(obj));
-      break;
-    case kube::WatchEventType::Error:
-      return;  // WatchStream turns these into errors before they get here
-  }
-  if (auto rv = resourceVersionOf(obj); !rv.empty()) {
-    lastSyncRv_ = rv;
-  }
-}
-
-net::awaitable<void> Reflector::resyncLoop(Reflector* self) {
-  while (!self->stopped_) {
-    const auto deadline = self->clock_.now() + self->options_.resyncPeriod;
-    if (!co_await self->resyncTimer_->waitUntil(deadline) || self->stopped_) {
-      break;
-    }
-    if (!self->options_.shouldResync || self->options_.shouldResync()) {
-      self->store_.resync();
+      sawEvent = true;
+      const auto& event = **next;
+      if (event.type == kube::WatchEventType::Added) {
+        store.listItem(event.object());
+        if (shouldYield(++received)) {
+          co_await yieldNow();
+        }
+      } else if (event.type == kube::WatchEventType::Bookmark &&
+                 isInitialEventsEnd(event.object())) {
+        const std::string rv = rawResourceVersion(event.object());
+        co_await store.finishList(rv);
+        currentWatch = nullptr;
+        if (stopped) {
+          co_return kube::Error::cancelled();
+        }
+        rvUnavailable = false;
+        lastSyncRv = rv;
+        ++stats.lists;
+        co_return std::move(stream);
+      }
     }
   }
-  --self->running_;
-}
 
-RestListerWatcher::RestListerWatcher(kube::RestClient& client, kube::Resource resource,
-                                     std::string ns, std::string labelSelector,
-                                     std::string fieldSelector)
-    : client_(client),
-      resource_(std::move(resource)),
-      ns_(std::move(ns)),
-      labelSelector_(std::move(labelSelector)),
-      fieldSelector_(std::move(fieldSelector)) {}
-
-net::awaitable<kube::Result<rapidjson::Document>> RestListerWatcher::list(
-    kube::ListOptions options) {
-  options.labelSelector = labelSelector_;
-  options.fieldSelector = fieldSelector_;
-  co_return co_await client_.list(resource_, ns_, std::move(options));
-}
-
-net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> RestListerWatcher::watch(
-    kube::ListOptions options) {
-  options.labelSelector = labelSelector_;
-  options.fieldSelector = fieldSelector_;
-  auto w = co_await client_.watch(resource_, ns_, std::move(options));
-  if (!w) {
-    co_return w.error();
+  net::awaitable<kube::Result<Ok>> watchLoop() {
+    while (!stopped) {
+      kube::ListOptions opts;
+      opts.resourceVersion = lastSyncRv;
+      opts.timeoutSeconds = watchTimeoutSeconds();
+      opts.allowWatchBookmarks = true;
+      ++stats.watches;
+      // The clock starts before the request, as client-go's: some proxies send the headers only
+      // with the first event.
+      const auto start = clock.now();
+      auto op = lw.watch(opts);
+      auto watch = co_await request(std::move(op));
+      if (stopped) {
+        break;
+      }
+      if (!watch) {
+        const auto& err = watch.error();
+        if (isConnectionRefused(err) || err.isTooManyRequests()) {
+          // The server is restarting or shedding load: wait, then watch again, no relist.
+          if (!co_await backoffWait()) {
+            break;
+          }
+          continue;
+        }
+        co_return watch.error();
+      }
+      currentWatch = watch->get();
+      auto watched = co_await handleWatch(**watch, start);
+      currentWatch = nullptr;
+      if (!watched) {
+        if (watched.error().isTooManyRequests()) {
+          if (!co_await backoffWait()) {
+            break;
+          }
+          continue;
+        }
+        // 410 during the watch: relist from the last RV we saw, not from "" (item 14).
+        co_return watched.error();
+      }
+      // A normal end (the server's timeout, a broken connection): watch again at once.
+    }
+    co_return Ok{};
   }
-  co_return std::unique_ptr<kube::Watch>(std::move(*w));
+
+  // Ok for a normal end of the watch, an error for anything that must end ListAndWatch.
+  net::awaitable<kube::Result<Ok>> handleWatch(kube::Watch& watch, Clock::TimePoint start) {
+    size_t events = 0;
+    for (;;) {
+      auto next = co_await watch.next();
+      if (stopped) {
+        co_return Ok{};
+      }
+      const bool ended = next ? !next->has_value() : isWatchConnectionEnd(next.error());
+      if (!next && !ended) {
+        co_return next.error();
+      }
+      if (ended) {
+        if (events == 0 && clock.now() - start < std::chrono::seconds(1)) {
+          co_return kube::Error::transport("very short watch: ended within 1s with no events");
+        }
+        if (!next) {
+          spdlog::debug("reflector {}: watch ended ({}); watching again", options.name,
+                        next.error().message());
+        }
+        co_return Ok{};
+      }
+      dispatch(**next);
+      // A burst of events decoded from one read arrives without any real suspension.
+      if (shouldYield(++events)) {
+        co_await yieldNow();
+        if (stopped) {
+          co_return Ok{};
+        }
+      }
+    }
+  }
+
+  void dispatch(const kube::WatchEvent& event) {
+    const auto& obj = event.object();
+    switch (event.type) {
+      case kube::WatchEventType::Added:
+        store.addJson(obj);
+        break;
+      case kube::WatchEventType::Modified:
+        store.updateJson(obj);
+        break;
+      case kube::WatchEventType::Deleted:
+        store.removeJson(obj);
+        break;
+      case kube::WatchEventType::Bookmark:
+        store.bookmark(rawResourceVersion(obj));
+        break;
+      case kube::WatchEventType::Error:
+        return;  // WatchStream turns these into errors before they get here
+    }
+    // Advances even when the object did not decode: the store keeps it as undecodable.
+    if (auto rv = rawResourceVersion(obj); !rv.empty()) {
+      lastSyncRv = std::move(rv);
+    }
+  }
+
+  ListerWatcher& lw;
+  ReflectorStore& store;
+  Clock& clock;
+  ReflectorOptions options;
+  std::function<double()> random;
+  Backoff backoff;
+  std::unique_ptr<Timer> backoffTimer;
+  std::unique_ptr<Timer> resyncTimer;
+  // The LIST or watch request in flight (request()); stop() emits it.
+  net::cancellation_signal cancelRequest;
+  bool requestInFlight = false;
+  kube::Watch* currentWatch = nullptr;
+  std::unique_ptr<Notifier> resyncDone;
+  bool resyncRunning = false;
+  std::string lastSyncRv;
+  bool rvUnavailable = false;
+  bool paginatedResult = false;
+  bool stopped = false;
+  int running = 0;
+  ReflectorStats stats;
+};
+
+namespace {
+
+using Core = Reflector::Core;
+
+net::awaitable<void> resyncLoop(std::shared_ptr<Core> self) {
+  while (!self->stopped) {
+    const auto deadline = self->clock.now() + self->options.resyncPeriod;
+    if (!co_await self->resyncTimer->waitUntil(deadline) || self->stopped) {
+      break;
+    }
+    if (!self->options.shouldResync || self->options.shouldResync()) {
+      self->store.resync();
+    }
+  }
+  self->resyncRunning = false;
+  self->resyncDone->notify();
 }
 
-std::string RestListerWatcher::describe() const {
-  return resource_.resource + (ns_.empty() ? "" : " in " + ns_);
+net::awaitable<void> runLoop(std::shared_ptr<Core> self) {
+  ++self->running;
+  auto executor = co_await net::this_coro::executor;
+  if (self->options.resyncPeriod.count() > 0 && !self->stopped) {
+    self->resyncDone = std::make_unique<Notifier>(executor);
+    self->resyncRunning = true;
+    // Named locals: g++ 12 miscompiles a co_await inside co_spawn's argument list.
+    auto loop = resyncLoop(self);
+    net::co_spawn(executor, std::move(loop), rethrowUnhandled);
+  }
+  while (!self->stopped) {
+    auto result = co_await self->listAndWatch();
+    if (self->stopped) {
+      break;
+    }
+    if (!result) {
+      const auto& err = result.error();
+      if (isExpiredError(err) || isTooLargeResourceVersionError(err)) {
+        ++self->stats.expired;
+        spdlog::debug("reflector {}: {} (relisting)", self->options.name, err.message());
+      } else {
+        spdlog::warn("reflector {}: {}", self->options.name, err.message());
+      }
+    }
+    // Every ListAndWatch return is followed by the backoff (client-go's wait.BackoffUntil).
+    if (!co_await self->backoffWait()) {
+      break;
+    }
+  }
+  // run() ends only with everything it started: the resync loop touches the store too.
+  while (self->resyncRunning) {
+    co_await self->resyncDone->wait();
+  }
+  --self->running;
+}
+
+}  // namespace
+
+Reflector::Reflector(ListerWatcher& lw, ReflectorStore& store, Clock& clock,
+                     ReflectorOptions options, std::function<double()> random)
+    : core_(std::make_shared<Core>(lw, store, clock, std::move(options), std::move(random))) {}
+
+Reflector::~Reflector() {
+  core_->stop();
+}
+
+net::awaitable<void> Reflector::run() {
+  // Not a coroutine itself: the frame of runLoop owns the state, whatever becomes of `this`.
+  return runLoop(core_);
+}
+
+void Reflector::stop() {
+  core_->stop();
+}
+
+bool Reflector::running() const {
+  return core_->running > 0;
+}
+
+const std::string& Reflector::lastSyncResourceVersion() const {
+  return core_->lastSyncRv;
+}
+
+const ReflectorStats& Reflector::stats() const {
+  return core_->stats;
 }
 
 }  // namespace egress::cache

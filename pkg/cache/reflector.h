@@ -2,13 +2,24 @@
 //
 // client-go's Reflector: keeps a ReflectorStore in step with the API server by listing
 // (paginated, 500 per page, with the documented choice of resourceVersion) and then watching
-// from the list's resourceVersion, forever. It re-watches at once after a clean watch end,
-// backs off without relisting on 429 and refused connections, relists after 410 Gone, falls
-// back to a full list when a continue token expires and to a quorum read ("") when the
-// resourceVersion is too old or too new, and fires resyncs on a timer. Streaming lists
-// (sendInitialEvents) are tried first and given up, once, on servers that refuse them.
+// from the list's resourceVersion, forever.
 //
-// Runs as coroutines on one io_context; time and randomness are injected (tests drive them).
+// How a watch ends decides what comes next, as in client-go: the server's timeout and a broken
+// connection (EOF, a reset, EOF inside a chunk, the idle timeout) are normal ends, and the
+// reflector watches again at once from the last resourceVersion, without listing; a watch that
+// ends within a second without a single event is "very short" and counts as an error. 429 and
+// refused connections back off and watch again, still without listing. Only an error ends
+// ListAndWatch: after the backoff it lists again -- from the last resourceVersion, then from ""
+// (a quorum read) if that is gone (410) or too new. A continue token that expired falls back to
+// one unpaginated list. Streaming lists (sendInitialEvents) are off by default as in client-go;
+// when on, any failed streaming attempt lists instead, and a server that refuses the options is
+// not asked again. Resyncs fire on their own timer.
+//
+// Lifetime: the Reflector's state is shared with its coroutines, which hold it until they
+// finish, so the Reflector may be destroyed while the io_context runs (its destructor stops it).
+// stop() cancels the LIST or watch request in flight at once (Asio per-operation cancellation)
+// and every wait. The ListerWatcher, the store and the clock must outlive run()'s coroutine (the
+// informer keeps them in the state its own coroutines hold). Time and randomness are injected.
 #pragma once
 
 #include <functional>
@@ -34,7 +45,9 @@ struct ReflectorOptions {
   std::chrono::milliseconds resyncPeriod{0};  // 0 = never
   // Asked before each resync; null = always resync.
   std::function<bool()> shouldResync;
-  bool useWatchList = true;
+  // Streaming lists (WatchList). Off by default, as in client-go; servers before 1.27 (our 1.20
+  // test control plane among them) cannot serve them.
+  bool useWatchList = false;
   BackoffConfig backoff;
 };
 
@@ -43,6 +56,9 @@ struct ReflectorStats {
   int listRequests = 0;  // LIST requests, pages included
   int watches = 0;       // watch requests
   int backoffs = 0;      // waits between attempts
+  // ListAndWatch attempts ended by 410 Gone or a too large resourceVersion; each is followed
+  // by one relist (a broken watch connection is not: it watches again).
+  int expired = 0;
   bool watchListSupported = true;
 };
 
@@ -50,48 +66,25 @@ class Reflector {
  public:
   Reflector(ListerWatcher& lw, ReflectorStore& store, Clock& clock, ReflectorOptions options,
             std::function<double()> random);
+  // Stops the reflector; its coroutines finish on their own, without touching it.
   ~Reflector();
+  Reflector(const Reflector&) = delete;
+  Reflector& operator=(const Reflector&) = delete;
 
-  // Lists and watches until stop(). Starts the resync loop too.
+  // Lists and watches until stop(), with the resync loop alongside; returns once both ended.
   net::awaitable<void> run();
-  // Ends run() soon: cancels the watch and any wait. run() finishes at its next suspension.
+  // Ends run() soon: cancels the request in flight, the watch and every wait.
   void stop();
-  bool running() const { return running_ > 0; }
+  // True while run() or its resync loop has not finished.
+  bool running() const;
 
-  const std::string& lastSyncResourceVersion() const { return lastSyncRv_; }
-  const ReflectorStats& stats() const { return stats_; }
+  const std::string& lastSyncResourceVersion() const;
+  const ReflectorStats& stats() const;
+
+  struct Core;  // the state run() shares with its coroutines (reflector.cc)
 
  private:
-  enum class Outcome { Ok, Unsupported };
-
-  net::awaitable<kube::Result<Ok>> listAndWatch();
-  net::awaitable<kube::Result<Ok>> list();
-  net::awaitable<kube::Result<Outcome>> watchList();
-  net::awaitable<kube::Result<Ok>> watchLoop();
-  net::awaitable<kube::Result<Ok>> handleWatch(kube::Watch& watch);
-  // Static with an explicit pointer: spawned (not awaited) member coroutines lost `this` under
-  // g++ 12 here.
-  static net::awaitable<void> resyncLoop(Reflector* self);
-  net::awaitable<bool> backoffWait();
-  std::string relistResourceVersion() const;
-  int64_t watchTimeoutSeconds();
-  void dispatch(const kube::WatchEvent& event);
-
-  ListerWatcher& lw_;
-  ReflectorStore& store_;
-  Clock& clock_;
-  ReflectorOptions options_;
-  std::function<double()> random_;
-  Backoff backoff_;
-  std::unique_ptr<Timer> backoffTimer_;
-  std::unique_ptr<Timer> resyncTimer_;
-  kube::Watch* currentWatch_ = nullptr;
-  std::string lastSyncRv_;
-  bool rvUnavailable_ = false;
-  bool paginatedResult_ = false;
-  bool stopped_ = false;
-  int running_ = 0;
-  ReflectorStats stats_;
+  std::shared_ptr<Core> core_;
 };
 
 // 410 Gone or reason Expired: the resourceVersion is older than the server keeps.
@@ -99,5 +92,8 @@ bool isExpiredError(const kube::Error& e);
 // "Too large resource version": the server has not caught up with it (cause
 // ResourceVersionTooLarge, or a Timeout with that message on older servers).
 bool isTooLargeResourceVersionError(const kube::Error& e);
+// How client-go's StreamWatcher ends a watch quietly (io.EOF, io.ErrUnexpectedEOF, a probable
+// EOF such as a reset, a timeout): here, every transport error of an established watch stream.
+bool isWatchConnectionEnd(const kube::Error& e);
 
 }  // namespace egress::cache

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include <boost/asio/awaitable.hpp>
 #include <rapidjson/document.h>
 
 namespace egress::cache {
@@ -17,8 +18,9 @@ class ReflectorStore {
   // A (paginated or streaming) list starts; anything a failed earlier list left is discarded.
   virtual void startList() = 0;
   virtual void listItem(const rapidjson::Value& object) = 0;
-  // The list is complete at resourceVersion `rv`: Replace the store's content with it.
-  virtual void finishList(const std::string& rv) = 0;
+  // The list is complete at resourceVersion `rv`: Replace the store's content with it. A
+  // coroutine, so that replacing 10,000 objects can yield to the io_context on the way.
+  virtual boost::asio::awaitable<void> finishList(std::string rv) = 0;
   virtual void addJson(const rapidjson::Value& object) = 0;
   virtual void updateJson(const rapidjson::Value& object) = 0;
   virtual void removeJson(const rapidjson::Value& object) = 0;

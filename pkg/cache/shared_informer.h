@@ -3,13 +3,29 @@
 // client-go's SharedIndexInformer for one object type: a Reflector fills a DeltaFIFO, one loop
 // pops it into the Indexer (the cache) and then notifies every registered handler. Each handler
 // has its own unbounded buffer and its own coroutine, so a slow handler delays only itself; a
-// handler added after start receives synthetic adds for everything already cached; handlers may
-// ask for their own resync period. The transform runs before anything is stored (keep only
-// the fields the operator reads: the main memory lever).
+// handler added after start receives synthetic adds for everything already cached, and has
+// synced once it has run them. Handlers may ask for their own resync period, within what the
+// informer allows (client-go's rules: an informer whose default period is 0 never resyncs).
+// The transform runs before anything is stored (keep only the fields the operator reads: the
+// main memory lever).
+//
+// Objects that do not decode: the cache keeps them as undecodable entries (see indexer.h) and
+// handlers hear of them through onUndecodable. Such an object leaves the typed view without an
+// onDelete (it was not deleted); a later version that decodes comes back through onAdd; its
+// deletion comes through onDelete with an object that carries only its metadata (namespace,
+// name, resourceVersion) and finalStateUnknown set. informer_decode_failures_total{resource}
+// counts the failing versions when a Prometheus registry is given.
+//
+// Lifetime: the informer's state (cache, FIFO, reflector, handlers) is owned jointly by the
+// informer and its coroutines, so the informer may be destroyed while the io_context runs (its
+// destructor stops it; no handler runs afterwards, and the coroutines finish on their own).
+// stop() cancels the LIST or watch request in flight at once; stopped() is true once every
+// coroutine has finished, the reflector's resync loop included. The clock, the metrics registry
+// and whatever the ListerWatcher uses (the REST client) must outlive those coroutines.
 //
 //   SharedIndexInformer<core::Pod> pods(std::make_unique<RestListerWatcher>(client, kPods, ""),
-//                                       core::decodePod, clock, {.name = "pods"});
-//   pods.addEventHandler({.onAdd = ..., .onUpdate = ..., .onDelete = ...});
+//                                       core::decodePod, clock, {.name = "pods"}, executor);
+//   auto reg = pods.addEventHandler({.onAdd = ..., .onUpdate = ..., .onDelete = ...});
 //   pods.start(ioc.get_executor());
 #pragma once
 
@@ -21,14 +37,16 @@
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
 
 #include "pkg/base/clock.h"
 #include "pkg/base/notifier.h"
 #include "pkg/cache/delta_fifo.h"
 #include "pkg/cache/indexer.h"
+#include "pkg/cache/informer_base.h"
+#include "pkg/cache/informer_metrics.h"
 #include "pkg/cache/reflector.h"
+#include "pkg/cache/yield.h"
 
 namespace egress::cache {
 
@@ -37,25 +55,23 @@ struct EventHandler {
   using Ptr = std::shared_ptr<const T>;
   std::function<void(const Ptr& obj, bool isInInitialList)> onAdd;
   std::function<void(const Ptr& oldObj, const Ptr& newObj)> onUpdate;
-  // finalStateUnknown: the delete was inferred by a relist; obj is the last state known.
+  // finalStateUnknown: the delete was inferred by a relist (obj is the last state known), or
+  // the object was known only as undecodable (obj carries only its metadata).
   std::function<void(const Ptr& obj, bool finalStateUnknown)> onDelete;
-};
-
-// What every informer offers its factory, whatever its object type.
-class InformerBase {
- public:
-  virtual ~InformerBase() = default;
-  virtual void start(net::any_io_executor executor) = 0;
-  virtual void stop() = 0;
-  virtual bool hasSynced() const = 0;
-  // True once every coroutine the informer started has finished (after stop()).
-  virtual bool stopped() const = 0;
+  // The object's current version does not decode; the cache holds `entry` for it instead.
+  std::function<void(const UndecodablePtr& entry)> onUndecodable;
 };
 
 inline constexpr std::chrono::milliseconds kMinimumResyncPeriod{1000};
 
+// client-go's determineResyncPeriod: a handler's period as the informer can honour it.
+std::chrono::milliseconds determineResyncPeriod(std::chrono::milliseconds desired,
+                                                std::chrono::milliseconds check);
+
 template <class T>
 class SharedIndexInformer : public InformerBase {
+  struct State;
+
  public:
   using Ptr = std::shared_ptr<const T>;
   using Decoder = typename DeltaFifo<T>::Decoder;
@@ -64,31 +80,42 @@ class SharedIndexInformer : public InformerBase {
   struct Options {
     std::string name;
     std::chrono::milliseconds defaultResync{0};
-    Transform transform;
+    Transform transform = nullptr;
     ReflectorOptions reflector;
+    // For informer_decode_failures_total; null = no metrics.
+    prometheus::Registry* metrics = nullptr;
+    std::string resource;  // the metric's label; "" = name
   };
 
   // One handler's registration: its buffer, its coroutine, its view of "synced".
   class Registration {
    public:
-    bool hasSynced() const { return informer_->hasSynced() && initialPending_ == 0; }
+    // The informer has synced and this handler has run (not just been queued) its initial adds.
+    bool hasSynced() const;
     size_t pending() const { return buffer_.size(); }
 
    private:
     friend class SharedIndexInformer;
-    enum class Kind { Add, Update, Delete };
+    enum class Kind { Add, Update, Delete, Undecodable };
     struct Notification {
       Kind kind;
       Ptr oldObj;
       Ptr obj;
+      UndecodablePtr undecodable;
       bool flag = false;  // isInInitialList (Add) or finalStateUnknown (Delete)
     };
-    Registration(SharedIndexInformer* informer, EventHandler<T> handler,
-                 std::chrono::milliseconds resync, const net::any_io_executor& ex)
-        : informer_(informer), handler_(std::move(handler)), resync_(resync), wake_(ex) {}
+    Registration(const std::shared_ptr<const State>& informer, EventHandler<T> handler,
+                 std::chrono::milliseconds requestedResync, std::chrono::milliseconds resync,
+                 const net::any_io_executor& ex)
+        : informer_(informer),
+          handler_(std::move(handler)),
+          requestedResync_(requestedResync),
+          resync_(resync),
+          wake_(ex) {}
 
-    SharedIndexInformer* informer_;
+    std::weak_ptr<const State> informer_;
     EventHandler<T> handler_;
+    std::chrono::milliseconds requestedResync_;
     std::chrono::milliseconds resync_;
     Clock::TimePoint nextResync_{};
     std::deque<Notification> buffer_;
@@ -96,246 +123,325 @@ class SharedIndexInformer : public InformerBase {
     Notifier wake_;
     bool running_ = false;
   };
+  using RegistrationPtr = std::shared_ptr<Registration>;
 
   SharedIndexInformer(std::unique_ptr<ListerWatcher> lw, Decoder decoder, Clock& clock,
                       Options options, net::any_io_executor executor)
-      : lw_(std::move(lw)),
-        clock_(clock),
-        options_(std::move(options)),
-        executor_(std::move(executor)),
-        ready_(executor_),
-        fifo_(std::move(decoder), options_.transform, &indexer_, [this] { ready_.notify(); }),
-        resyncCheckPeriod_(options_.defaultResync) {}
+      : state_(std::make_shared<State>(std::move(lw), std::move(decoder), clock, std::move(options),
+                                       std::move(executor))) {}
+  ~SharedIndexInformer() override { stop(); }
+  SharedIndexInformer(const SharedIndexInformer&) = delete;
+  SharedIndexInformer& operator=(const SharedIndexInformer&) = delete;
 
-  ~SharedIndexInformer() override = default;
-
-  // Before or after start. A period in (0, 1s) is raised to 1s; after start, one shorter than
-  // the informer's check period is raised to it (client-go's rules).
-  Registration& addEventHandler(EventHandler<T> handler,
-                                std::chrono::milliseconds resync = std::chrono::milliseconds(-1)) {
-    if (resync.count() < 0) {
-      resync = options_.defaultResync;
+  // Before or after start; an error once the informer is stopped. `resync` < 0 takes the
+  // informer's default; a period in (0, 1s) is raised to 1s; before start, a period shorter
+  // than the informer's check period lowers it, after start it is raised to it; an informer
+  // whose check period is 0 never resyncs (client-go's rules).
+  kube::Result<RegistrationPtr> addEventHandler(
+      EventHandler<T> handler, std::chrono::milliseconds resync = std::chrono::milliseconds(-1)) {
+    State& s = *state_;
+    if (s.stopping) {
+      spdlog::warn("informer {}: a handler was not added: the informer is stopped", s.options.name);
+      return kube::Error::cancelled();
     }
-    if (resync.count() > 0 && resync < kMinimumResyncPeriod) {
-      resync = kMinimumResyncPeriod;
+    if (resync.count() < 0) {
+      resync = s.options.defaultResync;
     }
     if (resync.count() > 0) {
-      if (!started_) {
-        if (resyncCheckPeriod_.count() == 0 || resync < resyncCheckPeriod_) {
-          resyncCheckPeriod_ = resync;
+      if (resync < kMinimumResyncPeriod) {
+        resync = kMinimumResyncPeriod;
+      }
+      if (resync < s.resyncCheckPeriod) {
+        if (s.started) {
+          resync = s.resyncCheckPeriod;
+        } else {
+          s.resyncCheckPeriod = resync;
+          for (auto& r : s.registrations) {
+            r->resync_ = determineResyncPeriod(r->requestedResync_, resync);
+          }
         }
-      } else if (resyncCheckPeriod_.count() == 0) {
-        resync = std::chrono::milliseconds(0);  // the informer never resyncs
-      } else if (resync < resyncCheckPeriod_) {
-        resync = resyncCheckPeriod_;
       }
     }
-    registrations_.push_back(std::unique_ptr<Registration>(
-        new Registration(this, std::move(handler), resync, executor_)));
-    Registration& reg = *registrations_.back();
-    reg.nextResync_ = clock_.now() + resync;
-    if (started_) {
+    RegistrationPtr reg(new Registration(state_, std::move(handler), resync,
+                                         determineResyncPeriod(resync, s.resyncCheckPeriod),
+                                         s.executor));
+    reg->nextResync_ = s.clock.now() + reg->resync_;
+    s.registrations.push_back(reg);
+    if (s.started) {
+      using Kind = typename Registration::Kind;
       // Late handlers learn the current contents as adds from the initial list.
-      for (const auto& [key, obj] : indexer_.items()) {
-        reg.buffer_.push_back({Registration::Kind::Add, nullptr, obj, true});
-        ++reg.initialPending_;
+      for (const auto& [key, obj] : s.indexer.items()) {
+        reg->buffer_.push_back({Kind::Add, nullptr, obj, nullptr, true});
+        ++reg->initialPending_;
       }
-      startRegistration(reg);
+      for (const auto& [key, entry] : s.indexer.undecodable()) {
+        reg->buffer_.push_back({Kind::Undecodable, nullptr, nullptr, entry, false});
+      }
+      startRegistration(state_, reg);
     }
     return reg;
   }
 
   // Extra indexes; false on a name clash.
   bool addIndexers(const std::map<std::string, IndexFunc<T>>& indexers) {
-    return indexer_.addIndexers(indexers);
+    return state_->indexer.addIndexers(indexers);
   }
 
   void start(net::any_io_executor executor) override {
-    if (started_) {
+    State& s = *state_;
+    if (s.started || s.stopping) {
       return;  // Run twice is a no-op in client-go too
     }
-    started_ = true;
-    executor_ = executor;
-    ReflectorOptions ro = options_.reflector;
+    s.started = true;
+    s.executor = std::move(executor);
+    ReflectorOptions ro = s.options.reflector;
     if (ro.name.empty()) {
-      ro.name = options_.name;
+      ro.name = s.options.name;
     }
-    ro.resyncPeriod = resyncCheckPeriod_;
-    ro.shouldResync = [this] { return shouldResync(); };
+    ro.resyncPeriod = s.resyncCheckPeriod;
+    State* raw = &s;  // the reflector runs only while a coroutine holds the state
+    ro.shouldResync = [raw] { return raw->shouldResync(); };
     std::random_device rd;
-    reflector_ = std::make_unique<Reflector>(
-        *lw_, fifo_, clock_, std::move(ro), [gen = std::mt19937_64(rd())]() mutable {
+    s.reflector = std::make_unique<Reflector>(
+        *s.lw, s.fifo, s.clock, std::move(ro), [gen = std::mt19937_64(rd())]() mutable {
           return std::uniform_real_distribution<double>(0.0, 1.0)(gen);
         });
-    for (auto& reg : registrations_) {
-      startRegistration(*reg);
+    for (auto& reg : s.registrations) {
+      startRegistration(state_, reg);
     }
-    ++running_;
-    net::co_spawn(executor_, runReflector(), rethrowUnhandled);
-    ++running_;
-    net::co_spawn(executor_, processLoop(), rethrowUnhandled);
+    ++s.running;
+    net::co_spawn(s.executor, runReflector(state_), rethrowUnhandled);
+    ++s.running;
+    net::co_spawn(s.executor, processLoop(state_), rethrowUnhandled);
   }
 
   void stop() override {
-    stopping_ = true;
-    if (reflector_) {
-      reflector_->stop();
+    State& s = *state_;
+    s.stopping = true;
+    if (s.reflector) {
+      s.reflector->stop();
     }
-    ready_.notify();
-    for (auto& reg : registrations_) {
+    s.ready.notify();
+    for (auto& reg : s.registrations) {
       reg->wake_.notify();
     }
   }
 
-  bool stopped() const override { return running_ == 0; }
-  bool hasSynced() const override { return fifo_.hasSynced(); }
-  const Indexer<T>& indexer() const { return indexer_; }
-  const Reflector* reflector() const { return reflector_.get(); }
-  std::chrono::milliseconds resyncCheckPeriod() const { return resyncCheckPeriod_; }
-  size_t decodeFailures() const { return fifo_.decodeFailures(); }
+  bool stopped() const override { return state_->running == 0; }
+  bool hasSynced() const override { return state_->fifo.hasSynced(); }
+  const Indexer<T>& indexer() const { return state_->indexer; }
+  const Reflector* reflector() const { return state_->reflector.get(); }
+  std::chrono::milliseconds resyncCheckPeriod() const { return state_->resyncCheckPeriod; }
+  // Object versions that did not decode (each counted once).
+  size_t decodeFailures() const { return state_->fifo.decodeFailures(); }
 
  private:
-  net::awaitable<void> runReflector() {
-    co_await reflector_->run();
-    --running_;
+  using Kind = typename Registration::Kind;
+  using Notification = typename Registration::Notification;
+
+  // Everything the coroutines touch; they and the informer own it together.
+  struct State {
+    State(std::unique_ptr<ListerWatcher> lwIn, Decoder decoder, Clock& clockIn, Options optionsIn,
+          net::any_io_executor executorIn)
+        : lw(std::move(lwIn)),
+          clock(clockIn),
+          options(std::move(optionsIn)),
+          executor(std::move(executorIn)),
+          ready(executor),
+          fifo(std::move(decoder), options.transform, &indexer, [this] { ready.notify(); }),
+          resyncCheckPeriod(options.defaultResync) {
+      fifo.reportDecodeFailures(
+          options.name,
+          decodeFailuresCounter(options.metrics,
+                                options.resource.empty() ? options.name : options.resource));
+    }
+
+    void distribute(Notification n, bool sync) {
+      for (auto& reg : registrations) {
+        // A resync update goes only to handlers due for one.
+        if (sync && syncing.count(reg.get()) == 0) {
+          continue;
+        }
+        if (n.kind == Kind::Add && n.flag) {
+          ++reg->initialPending_;
+        }
+        reg->buffer_.push_back(n);
+        reg->wake_.notify();
+      }
+    }
+
+    // Marks the handlers whose resync period has come round; true if any.
+    bool shouldResync() {
+      syncing.clear();
+      const auto now = clock.now();
+      for (auto& reg : registrations) {
+        if (reg->resync_.count() > 0 && now >= reg->nextResync_) {
+          syncing.insert(reg.get());
+          reg->nextResync_ = now + reg->resync_;
+        }
+      }
+      return !syncing.empty();
+    }
+
+    // An object to report the deletion of something known only by its key.
+    static Ptr metadataOnly(const std::string& key, const std::string& resourceVersion) {
+      auto stub = std::make_shared<T>();
+      if (auto parts = splitKey(key)) {
+        stub->metadata.namespace_ = parts->first;
+        stub->metadata.name = parts->second;
+      }
+      stub->metadata.resourceVersion = resourceVersion;
+      return stub;
+    }
+
+    // client-go's processDeltas: the cache is updated before any handler hears of it.
+    void processDeltas(const typename DeltaFifo<T>::Popped& popped) {
+      const std::string& key = popped.key;
+      for (const auto& d : popped.deltas) {
+        if (d.type == DeltaType::Deleted) {
+          Ptr last = d.object ? d.object : indexer.get(key);
+          bool finalStateUnknown = d.finalStateUnknown;
+          if (last == nullptr) {
+            UndecodablePtr entry = d.undecodable ? d.undecodable : indexer.undecodable(key);
+            last = metadataOnly(key, entry ? entry->resourceVersion : "");
+            finalStateUnknown = true;
+          }
+          indexer.remove(key);
+          distribute({Kind::Delete, nullptr, std::move(last), nullptr, finalStateUnknown}, false);
+          continue;
+        }
+        if (d.undecodable) {
+          const UndecodablePtr known = indexer.undecodable(key);
+          const bool same =
+              known != nullptr && known->resourceVersion == d.undecodable->resourceVersion;
+          indexer.putUndecodable(key, d.undecodable);
+          if (!same) {
+            distribute({Kind::Undecodable, nullptr, nullptr, d.undecodable, false}, false);
+          }
+          continue;
+        }
+        if (Ptr old = indexer.get(key)) {
+          indexer.put(key, d.object);
+          const bool sync = (d.type == DeltaType::Sync || d.type == DeltaType::Replaced) &&
+                            old->metadata.resourceVersion == d.object->metadata.resourceVersion;
+          distribute({Kind::Update, std::move(old), d.object, nullptr, false}, sync);
+        } else {
+          indexer.put(key, d.object);
+          distribute({Kind::Add, nullptr, d.object, nullptr, popped.isInInitialList}, false);
+        }
+      }
+    }
+
+    std::unique_ptr<ListerWatcher> lw;
+    Clock& clock;
+    Options options;
+    net::any_io_executor executor;
+    Notifier ready;
+    Indexer<T> indexer;
+    DeltaFifo<T> fifo;
+    std::unique_ptr<Reflector> reflector;
+    std::vector<RegistrationPtr> registrations;
+    std::set<const Registration*> syncing;
+    std::chrono::milliseconds resyncCheckPeriod;
+    bool started = false;
+    bool stopping = false;
+    int running = 0;
+  };
+
+  // The coroutines are static and take the state explicitly: spawned member coroutines lost
+  // `this` under g++ 12, and holding the state keeps it alive for as long as they run.
+  static net::awaitable<void> runReflector(std::shared_ptr<State> s) {
+    co_await s->reflector->run();
+    --s->running;
   }
 
-  void startRegistration(Registration& reg) {
-    if (reg.running_) {
+  static net::awaitable<void> processLoop(std::shared_ptr<State> s) {
+    while (!s->stopping) {
+      size_t processed = 0;
+      while (!s->stopping) {
+        auto popped = s->fifo.pop();
+        if (!popped) {
+          break;
+        }
+        s->processDeltas(*popped);
+        s->fifo.done(*popped);
+        if (shouldYield(++processed)) {
+          co_await yieldNow();
+        }
+      }
+      if (!s->stopping) {
+        co_await s->ready.wait();
+      }
+    }
+    --s->running;
+  }
+
+  static void startRegistration(const std::shared_ptr<State>& s, const RegistrationPtr& reg) {
+    if (reg->running_) {
       return;
     }
-    reg.running_ = true;
-    ++running_;
-    net::co_spawn(executor_, runRegistration(&reg), rethrowUnhandled);
+    reg->running_ = true;
+    ++s->running;
+    net::co_spawn(s->executor, runRegistration(s, reg), rethrowUnhandled);
   }
 
-  net::awaitable<void> runRegistration(Registration* reg) {
-    while (!stopping_) {
+  static net::awaitable<void> runRegistration(std::shared_ptr<State> s, RegistrationPtr reg) {
+    // Handlers are user code: let the other handlers and the reflector run between them.
+    constexpr size_t kDeliveriesPerTurn = 64;
+    while (!s->stopping) {
       size_t delivered = 0;
-      while (!reg->buffer_.empty() && !stopping_) {
+      while (!reg->buffer_.empty() && !s->stopping) {
         auto n = std::move(reg->buffer_.front());
         reg->buffer_.pop_front();
         deliver(*reg, n);
-        // Let the other handlers and the reflector run between notifications.
-        if (++delivered % 64 == 0) {
-          co_await net::post(executor_, net::use_awaitable);
+        if (shouldYield(++delivered, kDeliveriesPerTurn)) {
+          co_await yieldNow();
         }
       }
-      if (!stopping_) {
+      if (!s->stopping) {
         co_await reg->wake_.wait();
       }
     }
-    --running_;
+    --s->running;
   }
 
-  void deliver(Registration& reg, const typename Registration::Notification& n) {
-    using Kind = typename Registration::Kind;
+  static void deliver(Registration& reg, const Notification& n) {
+    const auto& h = reg.handler_;
     switch (n.kind) {
       case Kind::Add:
+        if (h.onAdd) {
+          h.onAdd(n.obj, n.flag);
+        }
+        // Counted down after the handler ran: synced means "handled", not "queued".
         if (n.flag && reg.initialPending_ > 0) {
           --reg.initialPending_;
         }
-        if (reg.handler_.onAdd) {
-          reg.handler_.onAdd(n.obj, n.flag);
-        }
         break;
       case Kind::Update:
-        if (reg.handler_.onUpdate) {
-          reg.handler_.onUpdate(n.oldObj, n.obj);
+        if (h.onUpdate) {
+          h.onUpdate(n.oldObj, n.obj);
         }
         break;
       case Kind::Delete:
-        if (reg.handler_.onDelete) {
-          reg.handler_.onDelete(n.obj, n.flag);
+        if (h.onDelete) {
+          h.onDelete(n.obj, n.flag);
+        }
+        break;
+      case Kind::Undecodable:
+        if (h.onUndecodable) {
+          h.onUndecodable(n.undecodable);
         }
         break;
     }
   }
 
-  void distribute(typename Registration::Notification n, bool sync) {
-    for (auto& reg : registrations_) {
-      // A resync update goes only to handlers due for one.
-      if (sync && syncing_.count(reg.get()) == 0) {
-        continue;
-      }
-      if (n.kind == Registration::Kind::Add && n.flag) {
-        ++reg->initialPending_;
-      }
-      reg->buffer_.push_back(n);
-      reg->wake_.notify();
-    }
-  }
-
-  // Marks the handlers whose resync period has come round; true if any.
-  bool shouldResync() {
-    syncing_.clear();
-    const auto now = clock_.now();
-    for (auto& reg : registrations_) {
-      if (reg->resync_.count() > 0 && now >= reg->nextResync_) {
-        syncing_.insert(reg.get());
-        reg->nextResync_ = now + reg->resync_;
-      }
-    }
-    return !syncing_.empty();
-  }
-
-  net::awaitable<void> processLoop() {
-    while (!stopping_) {
-      while (auto popped = fifo_.pop()) {
-        processDeltas(*popped);
-        fifo_.done(*popped);
-        if (stopping_) {
-          break;
-        }
-      }
-      if (!stopping_) {
-        co_await ready_.wait();
-      }
-    }
-    --running_;
-  }
-
-  // client-go's processDeltas: the cache is updated before any handler hears of it.
-  void processDeltas(const typename DeltaFifo<T>::Popped& popped) {
-    using Kind = typename Registration::Kind;
-    for (const auto& d : popped.deltas) {
-      if (d.type == DeltaType::Deleted) {
-        Ptr last = d.object ? d.object : indexer_.get(popped.key);
-        indexer_.remove(popped.key);
-        distribute({Kind::Delete, nullptr, last, d.finalStateUnknown}, false);
-        continue;
-      }
-      if (Ptr old = indexer_.get(popped.key)) {
-        indexer_.put(popped.key, d.object);
-        const bool sync = (d.type == DeltaType::Sync || d.type == DeltaType::Replaced) &&
-                          old->metadata.resourceVersion == d.object->metadata.resourceVersion;
-        distribute({Kind::Update, old, d.object, false}, sync);
-      } else {
-        indexer_.put(popped.key, d.object);
-        distribute({Kind::Add, nullptr, d.object, popped.isInInitialList}, false);
-      }
-    }
-  }
-
-  std::unique_ptr<ListerWatcher> lw_;
-  Clock& clock_;
-  Options options_;
-  net::any_io_executor executor_;
-  Notifier ready_;
-  Indexer<T> indexer_;
-  DeltaFifo<T> fifo_;
-  std::unique_ptr<Reflector> reflector_;
-  std::vector<std::unique_ptr<Registration>> registrations_;
-  std::set<const Registration*> syncing_;
-  std::chrono::milliseconds resyncCheckPeriod_;
-  bool started_ = false;
-  bool stopping_ = false;
-  int running_ = 0;
+  std::shared_ptr<State> state_;
 };
 
-// Polls every 100 ms (client-go's syncedPollPeriod) until all informers have synced; false if
-// `deadline` passes first.
-net::awaitable<bool> waitForCacheSync(Clock& clock, std::vector<const InformerBase*> informers,
-                                      Clock::TimePoint deadline);
+template <class T>
+bool SharedIndexInformer<T>::Registration::hasSynced() const {
+  auto informer = informer_.lock();
+  return informer != nullptr && informer->fifo.hasSynced() && initialPending_ == 0;
+}
 
 }  // namespace egress::cache

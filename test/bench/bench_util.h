@@ -1,7 +1,8 @@
 // File: bench_util.h
 //
 // Small helpers shared by the benchmark binaries: flag parsing into a RestClient, RSS from
-// /proc, a monotonic stopwatch, and pod creation at high concurrency for seeding a cluster.
+// /proc, per-thread heap counters, a monotonic stopwatch, and pod creation at high concurrency
+// for seeding a cluster.
 #pragma once
 
 #include <chrono>
@@ -30,6 +31,18 @@ inline size_t rssBytes() {
   }
   return 0;
 }
+
+// What the calling thread allocated, counted by the malloc/calloc/realloc/free this library
+// defines in place of glibc's (so RapidJSON's pools count as well as operator new). Per thread,
+// so a benchmark can issue requests from a second thread without counting them. Off under
+// AddressSanitizer, which owns malloc itself: everything stays 0 then.
+struct HeapStats {
+  uint64_t allocations = 0;     // calls that returned memory
+  uint64_t allocatedBytes = 0;  // their usable sizes, summed
+  int64_t liveBytes = 0;        // allocated minus freed (by this thread)
+};
+HeapStats threadHeapStats();
+bool heapCountingEnabled();
 
 inline double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,17 +1,23 @@
-// informer_bench: how fast an informer syncs and how much memory each cached object costs,
-// with the full object kept (what a client-go informer holds) or only the typed fields the
-// operator reads (--transform strip), then the event rate while objects churn.
+// informer_bench: how fast an informer syncs, how much memory each cached pod costs and how many
+// heap allocations each watch event costs, for the typed core::Pod as decoded (--transform none:
+// every field the typed model has, what an informer without a transform holds) or trimmed by the
+// informer's transform hook (--transform strip: only what the operator reads of a pod).
 //
 //   informer_bench --kubeconfig K --resource pods --namespace bench --transform strip
 //                  [--create 10000] [--churn 2000]
+#include <algorithm>
 #include <cstdio>
+#include <random>
 #include <string>
+#include <thread>
 
 #include <boost/asio/io_context.hpp>
 
 #include "pkg/apis/core/pod.h"
 #include "pkg/base/clock.h"
+#include "pkg/cache/rest_lister_watcher.h"
 #include "pkg/cache/shared_informer.h"
+#include "pkg/cache/wait_for_cache_sync.h"
 #include "pkg/cli/flag_set.h"
 #include "test/bench/bench_util.h"
 #include "test/testutil/run_sync.h"
@@ -19,44 +25,74 @@
 namespace egress::bench {
 namespace {
 
-// The whole object as the API sent it: what a client-go informer caches without a transform.
-struct FullObject {
-  meta::ObjectMeta metadata;
-  rapidjson::Document doc;
-};
-meta::Decoded<FullObject> decodeFull(const rapidjson::Value& v) {
-  FullObject o;
-  auto meta = v.FindMember("metadata");
-  if (meta == v.MemberEnd()) {
-    return meta::DecodeError{"metadata", "missing"};
-  }
-  auto m = meta::decodeObjectMeta(meta->value);
-  if (!m) {
-    return m.error();
-  }
-  o.metadata = std::move(*m);
-  o.doc.CopyFrom(v, o.doc.GetAllocator());
-  return o;
+template <class C>
+void release(C& c) {
+  C().swap(c);
 }
 
-template <class T>
-int measure(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
-            typename cache::SharedIndexInformer<T>::Decoder decoder, const char* mode, int churn) {
+// The informer transform: keeps what the operator reads of a (gateway) pod -- identity, labels,
+// owner, deletion, node, host network, addresses and readiness -- and frees the rest.
+void stripPod(core::Pod& pod) {
+  release(pod.metadata.annotations);
+  release(pod.metadata.finalizers);
+  release(pod.spec.containers);
+  release(pod.spec.serviceAccountName);
+  pod.status.startTime.reset();
+  std::erase_if(pod.status.conditions,
+                [](const core::PodCondition& c) { return c.type != "Ready"; });
+  pod.status.conditions.shrink_to_fit();
+}
+
+// Label patches from a thread and connection of their own, so that the main thread's heap
+// counters see only what the informer does with the watch events.
+void patchFromAnotherThread(const std::string& kubeconfig, const std::string& ns,
+                            const std::vector<std::string>& names, int churn, bool* ok) {
+  boost::asio::io_context ioc;
+  auto client = makeClient(ioc, kubeconfig);
+  *ok = client != nullptr;
+  // Values new to this run (a patch that changes nothing makes no event), all of one length
+  // (so that the cached objects' size does not depend on the run).
+  char run[16];
+  std::snprintf(run, sizeof(run), "%08x", static_cast<unsigned>(std::random_device()()));
+  for (int i = 0; *ok && i < churn; ++i) {
+    const auto& name = names[static_cast<size_t>(i) % names.size()];
+    char value[32];
+    std::snprintf(value, sizeof(value), "%s-%06d", run, i);
+    std::string patch = R"({"metadata":{"labels":{"churn":")" + std::string(value) + "\"}}}";
+    auto r = testutil::runSync(
+        ioc, client->patch(kPods, ns, name, kube::PatchType::Merge, std::move(patch)));
+    if (!r) {
+      std::fprintf(stderr, "patch %s: %s\n", name.c_str(), r.error().message().c_str());
+      *ok = false;
+    }
+  }
+}
+
+int measure(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& kubeconfig,
+            const std::string& ns, const char* mode, void (*transform)(core::Pod&), int churn) {
+  using Informer = cache::SharedIndexInformer<core::Pod>;
   RealClock clock(ioc.get_executor());
-  typename cache::SharedIndexInformer<T>::Options options;
+  Informer::Options options;
   options.name = "bench";
   options.reflector.useWatchList = false;
-  cache::SharedIndexInformer<T> informer(
-      std::make_unique<cache::RestListerWatcher>(client, kPods, ns), std::move(decoder), clock,
-      options, ioc.get_executor());
+  options.transform = transform;
+  auto owned =
+      std::make_unique<Informer>(std::make_unique<cache::RestListerWatcher>(client, kPods, ns),
+                                 core::decodePod, clock, options, ioc.get_executor());
+  Informer& informer = *owned;
   size_t events = 0;
-  cache::EventHandler<T> counter;
+  cache::EventHandler<core::Pod> counter;
   counter.onAdd = [&events](const auto&, bool) { ++events; };
   counter.onUpdate = [&events](const auto&, const auto&) { ++events; };
   counter.onDelete = [&events](const auto&, bool) { ++events; };
-  auto& registration = informer.addEventHandler(counter);
+  auto registration = informer.addEventHandler(counter);
+  if (!registration) {
+    std::fprintf(stderr, "%s\n", registration.error().message().c_str());
+    return 1;
+  }
 
   const size_t rssBefore = rssBytes();
+  const HeapStats heapBefore = threadHeapStats();
   const auto start = std::chrono::steady_clock::now();
   informer.start(ioc.get_executor());
   std::vector<const cache::InformerBase*> all{&informer};
@@ -67,44 +103,66 @@ int measure(boost::asio::io_context& ioc, kube::RestClient& client, const std::s
   }
   const double syncSeconds = secondsSince(start);
   // The handler hears of the initial list after the cache has it; count churn from there.
-  while (!registration.hasSynced()) {
+  while (!(*registration)->hasSynced()) {
     ioc.run_one();
   }
   const size_t rssAfter = rssBytes();
+  const HeapStats heapAfter = threadHeapStats();
   const size_t objects = informer.indexer().size();
+  const double perObject = objects ? 1.0 / static_cast<double>(objects) : 0.0;
   std::printf(
-      "transform=%s objects=%zu time_to_synced=%.3fs rss_before=%.1fMiB "
-      "rss_after=%.1fMiB bytes_per_object=%.0f\n",
+      "transform=%s objects=%zu time_to_synced=%.3fs rss_before=%.1fMiB rss_after=%.1fMiB "
+      "rss_bytes_per_object=%.0f heap_bytes_per_object=%.0f\n",
       mode, objects, syncSeconds, rssBefore / 1048576.0, rssAfter / 1048576.0,
-      objects ? static_cast<double>(rssAfter - rssBefore) / objects : 0.0);
+      static_cast<double>(rssAfter - rssBefore) * perObject,
+      static_cast<double>(heapAfter.liveBytes - heapBefore.liveBytes) * perObject);
 
   if (churn > 0 && objects > 0) {
-    // Label patches through a second client connection; the informer counts what arrives.
-    const size_t baseline = events;
-    const auto churnStart = std::chrono::steady_clock::now();
-    auto keys = informer.indexer().listKeys();
-    for (int i = 0; i < churn; ++i) {
-      const auto& key = keys[static_cast<size_t>(i) % keys.size()];
-      const std::string name = key.substr(key.find('/') + 1);
-      std::string patch = R"({"metadata":{"labels":{"churn":")" + std::to_string(i) + "\"}}}";
-      auto r = testutil::runSync(
-          ioc, client.patch(kPods, ns, name, kube::PatchType::Merge, std::move(patch)));
-      if (!r) {
-        std::fprintf(stderr, "patch %s: %s\n", name.c_str(), r.error().message().c_str());
-        return 1;
-      }
+    std::vector<std::string> names;
+    for (const auto& key : informer.indexer().listKeys()) {
+      names.push_back(key.substr(key.find('/') + 1));
     }
+    // Always the same pods, so that runs against one cluster cache objects of the same size.
+    std::sort(names.begin(), names.end());
+    const size_t baseline = events;
+    const HeapStats churnBefore = threadHeapStats();
+    const auto churnStart = std::chrono::steady_clock::now();
+    bool patched = false;
+    std::thread patcher(patchFromAnotherThread, kubeconfig, ns, std::cref(names), churn, &patched);
     while (events - baseline < static_cast<size_t>(churn) && secondsSince(churnStart) < 120) {
       ioc.run_for(std::chrono::milliseconds(10));
     }
     const double churnSeconds = secondsSince(churnStart);
-    std::printf("transform=%s churn_patches=%d events=%zu events_per_second=%.0f\n", mode, churn,
-                events - baseline, (events - baseline) / churnSeconds);
+    const HeapStats churnAfter = threadHeapStats();
+    patcher.join();
+    if (!patched) {
+      return 1;
+    }
+    const size_t got = events - baseline;
+    const double perEvent = got ? 1.0 / static_cast<double>(got) : 0.0;
+    std::printf(
+        "transform=%s churn_patches=%d events=%zu events_per_second=%.0f "
+        "allocations_per_event=%.1f allocated_bytes_per_event=%.0f heap_counted=%s\n",
+        mode, churn, got, static_cast<double>(got) / churnSeconds,
+        static_cast<double>(churnAfter.allocations - churnBefore.allocations) * perEvent,
+        static_cast<double>(churnAfter.allocatedBytes - churnBefore.allocatedBytes) * perEvent,
+        heapCountingEnabled() ? "yes" : "no");
   }
   informer.stop();
   for (int i = 0; i < 500 && !informer.stopped(); ++i) {
     ioc.run_for(std::chrono::milliseconds(10));
   }
+  // What the informer holds, measured by letting it go: the cache, its indexes and whatever
+  // else is freed with it, without the connections and buffers the client keeps.
+  const size_t cached = informer.indexer().size();
+  const HeapStats beforeRelease = threadHeapStats();
+  owned.reset();
+  ioc.poll();
+  const HeapStats afterRelease = threadHeapStats();
+  std::printf("transform=%s cached_objects=%zu informer_heap_bytes_per_object=%.0f\n", mode, cached,
+              cached ? static_cast<double>(beforeRelease.liveBytes - afterRelease.liveBytes) /
+                           static_cast<double>(cached)
+                     : 0.0);
   return 0;
 }
 
@@ -124,7 +182,8 @@ int main(int argc, char** argv) {
   flags.addString("kubeconfig", kubeconfig, "Path to a kubeconfig.");
   flags.addString("resource", resource, "Resource to inform on (pods).");
   flags.addString("namespace", ns, "Namespace to list and watch.");
-  flags.addString("transform", transform, "none (keep whole objects) or strip (typed fields).");
+  flags.addString("transform", transform,
+                  "none (the typed Pod as decoded) or strip (the informer's transform hook).");
   flags.addInt("create", create, "Create this many pods first (bench-0..N-1).");
   flags.addInt("churn", churn, "Label patches to apply after sync while counting events.");
   flags.addBool("help", help, "Print this help.");
@@ -163,10 +222,7 @@ int main(int argc, char** argv) {
     std::printf("created=%lld seconds=%.1f\n", static_cast<long long>(create),
                 bench::secondsSince(start));
   }
-  if (transform == "none") {
-    return bench::measure<bench::FullObject>(ioc, *client, ns, bench::decodeFull, "none",
-                                             static_cast<int>(churn));
-  }
-  return bench::measure<core::Pod>(ioc, *client, ns, core::decodePod, "strip",
-                                   static_cast<int>(churn));
+  const bool strip = transform == "strip";
+  return bench::measure(ioc, *client, kubeconfig, ns, transform.c_str(),
+                        strip ? bench::stripPod : nullptr, static_cast<int>(churn));
 }

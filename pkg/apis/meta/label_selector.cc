@@ -20,13 +20,8 @@ Decoded<LabelSelectorRequirement> decodeRequirement(const rapidjson::Value& v) {
     return DecodeError{"operator", "unknown operator \"" + op + "\""};
   }
   req.op = *parsed;
-  const bool wantsValues = req.op == SelectorOperator::In || req.op == SelectorOperator::NotIn;
-  if (wantsValues && req.values.empty()) {
-    return DecodeError{"values", std::string("must be non-empty for ") + toString(req.op)};
-  }
-  if (!wantsValues && !req.values.empty()) {
-    return DecodeError{"values", std::string("must be empty for ") + toString(req.op)};
-  }
+  // Values that do not fit the operator are a validation error, not a decoding one: the API
+  // server's schema accepts them, and an object that does not decode drops out of the cache.
   return req;
 }
 

@@ -28,7 +28,9 @@ std::optional<SelectorOperator> parseSelectorOperator(std::string_view s);
 struct LabelSelectorRequirement {
   std::string key;
   SelectorOperator op = SelectorOperator::In;
-  std::vector<std::string> values;  // non-empty for In/NotIn, empty for Exists/DoesNotExist
+  // Valid: non-empty for In/NotIn, empty for Exists/DoesNotExist. Decoding keeps whatever was
+  // sent (the schema allows anything); validation reports a mismatch.
+  std::vector<std::string> values;
 
   bool operator==(const LabelSelectorRequirement&) const = default;
 };
@@ -53,9 +55,10 @@ struct LabelSelector {
 // A null selector selects nothing; a present one, even empty, is matched as usual.
 bool optionalSelectorMatches(const std::optional<LabelSelector>& selector, const StringMap& labels);
 
-// Rejects an unknown operator, values given for Exists/DoesNotExist and no values for In/NotIn,
-// as LabelSelectorAsSelector does, with the offending path
-// ("matchExpressions[1].operator: unknown operator \"Has\"").
+// Accepts what the API server's schema accepts and rejects only what it cannot represent: an
+// unknown operator, with the offending path ("matchExpressions[1].operator: unknown operator
+// \"Has\""), or a value of the wrong JSON type. In/NotIn without values and Exists/DoesNotExist
+// with values decode as sent; validation reports them (LabelSelectorAsSelector's checks).
 Decoded<LabelSelector> decodeLabelSelector(const rapidjson::Value& v);
 void encodeLabelSelector(JsonWriter& w, const LabelSelector& selector);
 

@@ -2,9 +2,12 @@
 // runtime-anchors.md §1.3 / §1.6 checklist items it covers.
 #include "pkg/cache/delta_fifo.h"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "pkg/base/clock.h"
 #include "test/unit/cache/fake_lister_watcher.h"
 
 namespace egress::cache {
@@ -38,6 +41,18 @@ DeltaFifo<TestObject> makeFifo(const Indexer<TestObject>* known) {
   return DeltaFifo<TestObject>(testing::decodeTestObject, nullptr, known);
 }
 
+// Replace, run to completion on an io_context of its own.
+void replace(DeltaFifo<TestObject>& fifo, std::vector<std::shared_ptr<const TestObject>> objects) {
+  std::vector<DeltaFifo<TestObject>::Listed> list;
+  for (auto& o : objects) {
+    std::string key = objectKey(o->metadata);
+    list.push_back({std::move(key), std::move(o), nullptr});
+  }
+  net::io_context ioc;
+  net::co_spawn(ioc, fifo.replace(std::move(list)), egress::rethrowUnhandled);
+  ioc.run();
+}
+
 // §1.3 item 2: one queue entry per key, all deltas popped together, oldest first.
 TEST(DeltaFifo, AccumulatesDeltasPerKeyInOrder) {
   auto fifo = makeFifo(nullptr);
@@ -64,7 +79,7 @@ TEST(DeltaFifo, DedupesConsecutiveDeletesOnly) {
   EXPECT_THAT(describe(*fifo.peek("ns/a")), ElementsAre("Deleted:a@2"));
 
   auto fifo2 = makeFifo(&known);
-  fifo2.replaceObjects({});  // tombstone for the known a
+  replace(fifo2, {});  // tombstone for the known a
   fifo2.remove(obj("a", "4"));
   EXPECT_THAT(describe(*fifo2.peek("ns/a")), ElementsAre("Deleted:a@4"));
 }
@@ -88,7 +103,7 @@ TEST(DeltaFifo, ReplaceMakesTombstonesForWhatTheListLacks) {
   auto fifo = makeFifo(&known);
   fifo.update(obj("c", "2"));  // queued, and missing from the list below
   fifo.add(obj("d", "1"));     // queued only
-  fifo.replaceObjects({obj("a", "5")});
+  replace(fifo, {obj("a", "5")});
   EXPECT_THAT(describe(*fifo.peek("ns/a")), ElementsAre("Replaced:a@5"));
   EXPECT_THAT(describe(*fifo.peek("ns/b")), ElementsAre("Deleted?:b@1"));
   EXPECT_THAT(describe(*fifo.peek("ns/c")), ElementsAre("Updated:c@2", "Deleted?:c@2"));
@@ -114,7 +129,7 @@ TEST(DeltaFifo, HasSyncedAfterTheInitialListIsProcessed) {
   known.put("ns/gone", obj("gone", "1"));
   auto fifo = makeFifo(&known);
   EXPECT_FALSE(fifo.hasSynced());
-  fifo.replaceObjects({obj("a", "1"), obj("b", "1")});
+  replace(fifo, {obj("a", "1"), obj("b", "1")});
   for (int i = 0; i < 3; ++i) {
     EXPECT_FALSE(fifo.hasSynced()) << i;
     auto p = fifo.pop();
@@ -123,16 +138,6 @@ TEST(DeltaFifo, HasSyncedAfterTheInitialListIsProcessed) {
     fifo.done(*p);
   }
   EXPECT_TRUE(fifo.hasSynced());
-}
-
-// §1.3 item 8: a popped item that failed processing goes back in front of newer deltas.
-TEST(DeltaFifo, RequeuePutsDeltasBackInFront) {
-  auto fifo = makeFifo(nullptr);
-  fifo.add(obj("a", "1"));
-  auto p = fifo.pop();
-  fifo.update(obj("a", "2"));
-  fifo.requeue(std::move(*p));
-  EXPECT_THAT(describe(fifo.pop()->deltas), ElementsAre("Added:a@1", "Updated:a@2"));
 }
 
 TEST(DeltaFifo, DecodesAndTransformsJsonBeforeQueueing) {
@@ -147,6 +152,90 @@ TEST(DeltaFifo, DecodesAndTransformsJsonBeforeQueueing) {
   EXPECT_EQ(fifo.size(), 1u);
   EXPECT_EQ(fifo.decodeFailures(), 1u);
   EXPECT_EQ(fifo.pop()->deltas[0].object->value, "stripped");
+}
+
+// Issue 8, item 5: Replace yields to the io_context every few hundred objects, and the consumer
+// is handed nothing until it is complete (never half a relist).
+TEST(DeltaFifo, ReplaceYieldsAndHoldsPopsUntilComplete) {
+  Indexer<TestObject> known;
+  known.put("ns/gone", obj("gone", "1"));
+  auto fifo = makeFifo(&known);
+  std::vector<DeltaFifo<TestObject>::Listed> list;
+  for (int i = 0; i < 10000; ++i) {
+    auto o = obj("o" + std::to_string(i), "5");
+    std::string key = objectKey(o->metadata);
+    list.push_back({std::move(key), std::move(o), nullptr});
+  }
+  net::io_context ioc;
+  bool replaced = false;
+  auto run = [](DeltaFifo<TestObject>* fifo, std::vector<DeltaFifo<TestObject>::Listed> list,
+                bool* replaced) -> net::awaitable<void> {
+    co_await fifo->replace(std::move(list));
+    *replaced = true;
+  };
+  net::co_spawn(ioc, run(&fifo, std::move(list), &replaced), egress::rethrowUnhandled);
+  size_t interleavings = 0;
+  while (!replaced) {
+    ASSERT_EQ(ioc.run_one(), 1u);
+    if (!replaced) {
+      ++interleavings;
+      EXPECT_FALSE(fifo.pop()) << "popped in the middle of a Replace";
+    }
+  }
+  EXPECT_GE(interleavings, 10000u / 500) << "Replace ran without yielding";
+  EXPECT_EQ(fifo.size(), 10001u) << "every listed object and the tombstone";
+  EXPECT_TRUE(fifo.pop());
+}
+
+// Issue 8, item 3b: an object that does not decode is queued as undecodable (key, resource
+// version, error from the raw JSON), so its MODIFIED and DELETED are not lost; each failing
+// version is counted once, however often relists meet it.
+TEST(DeltaFifo, UndecodableObjectsAreQueuedAndCountedOncePerVersion) {
+  Indexer<TestObject> known;
+  auto fifo = makeFifo(&known);
+  auto json = [](const std::string& rv, const std::string& value) {
+    auto d = std::make_shared<rapidjson::Document>();
+    d->Parse((R"({"metadata":{"namespace":"ns","name":"bad","resourceVersion":")" + rv +
+              R"("},"value":)" + value + "}")
+                 .c_str());
+    return d;
+  };
+  auto bad1 = json("1", "7");  // value must be a string
+  fifo.addJson(*bad1);
+  const auto* deltas = fifo.peek("ns/bad");
+  ASSERT_NE(deltas, nullptr);
+  ASSERT_EQ(deltas->size(), 1u);
+  EXPECT_EQ((*deltas)[0].object, nullptr);
+  ASSERT_NE((*deltas)[0].undecodable, nullptr);
+  EXPECT_EQ((*deltas)[0].undecodable->key, "ns/bad");
+  EXPECT_EQ((*deltas)[0].undecodable->resourceVersion, "1");
+  EXPECT_EQ((*deltas)[0].undecodable->error, "value: expected string");
+  EXPECT_EQ(fifo.decodeFailures(), 1u);
+
+  // The cache now holds it; a relist meets the same version: not counted again.
+  known.putUndecodable("ns/bad", (*deltas)[0].undecodable);
+  fifo.pop();
+  fifo.startList();
+  fifo.listItem(*bad1);
+  net::io_context ioc;
+  net::co_spawn(ioc, fifo.finishList("9"), egress::rethrowUnhandled);
+  ioc.run();
+  EXPECT_EQ(fifo.decodeFailures(), 1u);
+  fifo.pop();
+
+  // A new version that does not decode either is counted; its DELETED is queued even though it
+  // does not decode (it used not to be).
+  auto bad2 = json("2", "8");
+  fifo.updateJson(*bad2);
+  EXPECT_EQ(fifo.decodeFailures(), 2u);
+  known.putUndecodable("ns/bad", fifo.pop()->deltas[0].undecodable);
+  auto deleted = json("3", "8");
+  fifo.removeJson(*deleted);
+  deltas = fifo.peek("ns/bad");
+  ASSERT_NE(deltas, nullptr);
+  EXPECT_EQ((*deltas)[0].type, DeltaType::Deleted);
+  EXPECT_EQ((*deltas)[0].undecodable->resourceVersion, "3");
+  EXPECT_EQ(fifo.decodeFailures(), 2u) << "a DELETED needs only the key: not a failure";
 }
 
 // §1.6 items 2-3: the namespace index, custom indexes, index moves on update, and empty
@@ -172,6 +261,38 @@ TEST(Indexer, MaintainsNamespaceAndCustomIndexes) {
   idx.remove("x/a");
   EXPECT_THAT(idx.indexValues("byValue"), ElementsAre("red")) << "empty 'blue' set dropped";
   EXPECT_FALSE(idx.indexKeys("nope", "x")) << "unknown index";
+}
+
+// Issue 8, item 18: an update computes the new object's index values once and compares them
+// with the ones the index already holds; it does not recompute them from the old object.
+TEST(Indexer, UpdatesComputeIndexValuesOncePerIndex) {
+  Indexer<TestObject> idx;
+  int calls = 0;
+  ASSERT_TRUE(idx.addIndexers({{"byValue", [&calls](const TestObject& o) {
+                                  ++calls;
+                                  return std::vector<std::string>{o.value};
+                                }}}));
+  auto a = std::make_shared<TestObject>(*obj("a", "1", "x"));
+  a->value = "red";
+  idx.put("x/a", a);
+  EXPECT_EQ(calls, 1);
+  for (int i = 2; i <= 101; ++i) {
+    auto next = std::make_shared<TestObject>(*obj("a", std::to_string(i), "x"));
+    next->value = "red";
+    idx.put("x/a", next);
+  }
+  EXPECT_EQ(calls, 101) << "one evaluation per update";
+  auto blue = std::make_shared<TestObject>(*obj("a", "102", "x"));
+  blue->value = "blue";
+  idx.put("x/a", blue);
+  EXPECT_EQ(calls, 102);
+  EXPECT_THAT(*idx.indexKeys("byValue", "blue"), ElementsAre("x/a"));
+  EXPECT_THAT(*idx.indexKeys("byValue", "red"), ElementsAre());
+  EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "x"), ElementsAre("x/a"));
+  idx.remove("x/a");
+  EXPECT_EQ(calls, 102) << "a removal uses the values the index holds";
+  EXPECT_THAT(idx.indexValues("byValue"), ElementsAre());
+  EXPECT_THAT(idx.indexValues(kNamespaceIndex), ElementsAre());
 }
 
 // §1.6 item 1.

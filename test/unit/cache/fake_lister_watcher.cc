@@ -1,7 +1,15 @@
 #include "test/unit/cache/fake_lister_watcher.h"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+
+#include "pkg/base/clock.h"
 
 namespace egress::cache::testing {
 
@@ -12,7 +20,10 @@ meta::Decoded<TestObject> decodeTestObject(const rapidjson::Value& v) {
     return meta.error();
   }
   o.metadata = std::move(*meta);
-  if (auto it = v.FindMember("value"); it != v.MemberEnd() && it->value.IsString()) {
+  if (auto it = v.FindMember("value"); it != v.MemberEnd()) {
+    if (!it->value.IsString()) {
+      return meta::DecodeError{"value", "expected string"};
+    }
     o.value = it->value.GetString();
   }
   return o;
@@ -77,15 +88,71 @@ net::awaitable<kube::Result<std::optional<kube::WatchEvent>>> FakeWatch::next() 
   }
 }
 
+namespace {
+
+std::string nameAndRv(const rapidjson::Value& v) {
+  return std::string(v["metadata"]["name"].GetString()) + "@" +
+         v["metadata"]["resourceVersion"].GetString();
+}
+
+net::awaitable<void> tick(std::function<bool()> turn, bool* done) {
+  while (!turn()) {
+    auto executor = co_await net::this_coro::executor;
+    co_await net::post(executor, net::use_awaitable);
+  }
+  *done = true;
+}
+
+// Waits on a timer that never expires: only a cancellation of this operation ends the wait.
+net::awaitable<void> waitForCancellation() {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  timer.expires_at(net::steady_timer::time_point::max());
+  auto [ec] = co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+  (void)ec;
+}
+
+}  // namespace
+
+void RecordingStore::listItem(const rapidjson::Value& v) {
+  calls.push_back("item " + nameAndRv(v));
+}
+net::awaitable<void> RecordingStore::finishList(std::string rv) {
+  calls.push_back("replace @" + rv);
+  co_return;
+}
+void RecordingStore::addJson(const rapidjson::Value& v) {
+  calls.push_back("add " + nameAndRv(v));
+}
+void RecordingStore::updateJson(const rapidjson::Value& v) {
+  calls.push_back("update " + nameAndRv(v));
+}
+void RecordingStore::removeJson(const rapidjson::Value& v) {
+  calls.push_back("delete " + nameAndRv(v));
+}
+
+void spawnTicker(net::io_context& ioc, std::function<bool()> turn, bool* done) {
+  net::co_spawn(ioc, tick(std::move(turn), done), egress::rethrowUnhandled);
+}
+
 net::awaitable<kube::Result<rapidjson::Document>> FakeListerWatcher::list(
     kube::ListOptions options) {
   lists.push_back(options);
+  if (hangLists) {
+    co_await waitForCancellation();
+    ++cancelled;
+    co_return kube::Error::cancelled();
+  }
   co_return onList(options);
 }
 
 net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> FakeListerWatcher::watch(
     kube::ListOptions options) {
   watches.push_back(options);
+  if (hangWatches) {
+    co_await waitForCancellation();
+    ++cancelled;
+    co_return kube::Error::cancelled();
+  }
   co_return onWatch(options);
 }
 

@@ -1,8 +1,9 @@
 // File: fake_lister_watcher.h
 //
 // A scripted ListerWatcher for reflector and informer tests: each list() and watch() call is
-// answered by the test's functions; a FakeWatch hands out events pushed by the test and waits
-// (without blocking the io_context) when it has none, like an idle watch connection.
+// answered by the test's functions, or hangs until the caller cancels it (Asio per-operation
+// cancellation, as the REST client honours it); a FakeWatch hands out events pushed by the test
+// and waits (without blocking the io_context) when it has none, like an idle watch connection.
 #pragma once
 
 #include <deque>
@@ -11,12 +12,14 @@
 #include <variant>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
 #include <rapidjson/document.h>
 
 #include "pkg/apis/meta/decode.h"
 #include "pkg/apis/meta/object_meta.h"
 #include "pkg/base/notifier.h"
 #include "pkg/cache/lister_watcher.h"
+#include "pkg/cache/reflector_store.h"
 
 namespace egress::cache::testing {
 
@@ -57,6 +60,24 @@ class FakeWatch : public kube::Watch {
   bool cancelled_ = false;
 };
 
+// A ReflectorStore that records what the reflector told it: "start", "item a@5", "replace @7",
+// "add b@8", "update a@9", "delete b@11", "resync".
+class RecordingStore : public ReflectorStore {
+ public:
+  void startList() override { calls.push_back("start"); }
+  void listItem(const rapidjson::Value& v) override;
+  net::awaitable<void> finishList(std::string rv) override;
+  void addJson(const rapidjson::Value& v) override;
+  void updateJson(const rapidjson::Value& v) override;
+  void removeJson(const rapidjson::Value& v) override;
+  void resync() override { calls.push_back("resync"); }
+  std::vector<std::string> calls;
+};
+
+// Runs `turn` once per turn of the io_context, yielding in between, until it returns true; then
+// sets *done. For counting how often other work interleaves with a long operation.
+void spawnTicker(net::io_context& ioc, std::function<bool()> turn, bool* done);
+
 class FakeListerWatcher : public ListerWatcher {
  public:
   using ListFn = std::function<kube::Result<rapidjson::Document>(const kube::ListOptions&)>;
@@ -69,6 +90,11 @@ class FakeListerWatcher : public ListerWatcher {
   WatchFn onWatch;
   std::vector<kube::ListOptions> lists;
   std::vector<kube::ListOptions> watches;
+  // While set, list() / watch() calls wait until their operation is cancelled and then fail
+  // with a Cancelled error; `cancelled` counts those.
+  bool hangLists = false;
+  bool hangWatches = false;
+  int cancelled = 0;
 
   net::awaitable<kube::Result<rapidjson::Document>> list(kube::ListOptions options) override;
   net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> watch(

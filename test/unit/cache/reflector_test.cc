@@ -5,6 +5,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -23,22 +26,7 @@ using testing::listDoc;
 using testing::objectJson;
 using WT = kube::WatchEventType;
 
-std::string nameAndRv(const rapidjson::Value& v) {
-  return std::string(v["metadata"]["name"].GetString()) + "@" +
-         v["metadata"]["resourceVersion"].GetString();
-}
-
-class RecordingStore : public ReflectorStore {
- public:
-  void startList() override { calls.push_back("start"); }
-  void listItem(const rapidjson::Value& v) override { calls.push_back("item " + nameAndRv(v)); }
-  void finishList(const std::string& rv) override { calls.push_back("replace @" + rv); }
-  void addJson(const rapidjson::Value& v) override { calls.push_back("add " + nameAndRv(v)); }
-  void updateJson(const rapidjson::Value& v) override { calls.push_back("update " + nameAndRv(v)); }
-  void removeJson(const rapidjson::Value& v) override { calls.push_back("delete " + nameAndRv(v)); }
-  void resync() override { calls.push_back("resync"); }
-  std::vector<std::string> calls;
-};
+using testing::RecordingStore;
 
 class ReflectorTest : public ::testing::Test {
  protected:
@@ -61,6 +49,14 @@ class ReflectorTest : public ::testing::Test {
         std::make_unique<Reflector>(lw_, store_, clock_, options, [this] { return random_; });
     net::co_spawn(ioc_, reflector_->run(), net::detached);
     ioc_.poll();
+  }
+
+  // Lists answer with no items at `rv`; every watch is a new FakeWatch.
+  void serveEmptyListAt(const std::string& rv) {
+    lw_.onList = [rv](const kube::ListOptions&) {
+      return kube::Result<rapidjson::Document>(listDoc({}, rv));
+    };
+    lw_.onWatch = [this](const kube::ListOptions&) { return newWatch(); };
   }
 
   // Hands out a new FakeWatch; the test keeps a pointer to push events into it.
@@ -145,10 +141,7 @@ TEST_F(ReflectorTest, FirstListFromZeroThenWatchFromItsResourceVersion) {
 // without relist or backoff; the timeout is min + rand·min.
 TEST_F(ReflectorTest, CleanWatchEndReWatchesImmediatelyFromLastResourceVersion) {
   random_ = 0.999;
-  lw_.onList = [](const kube::ListOptions&) {
-    return kube::Result<rapidjson::Document>(listDoc({}, "7"));
-  };
-  lw_.onWatch = [this](const kube::ListOptions&) { return newWatch(); };
+  serveEmptyListAt("7");
   start();
   EXPECT_EQ(lw_.watches[0].timeoutSeconds, 599);
   watches_[0]->push(event(WT::Added, objectJson("ns", "a", "8")));
@@ -164,10 +157,7 @@ TEST_F(ReflectorTest, CleanWatchEndReWatchesImmediatelyFromLastResourceVersion) 
 
 // §1.1 item 13: a watch closed within 1s with no events is an error: backoff, then relist.
 TEST_F(ReflectorTest, VeryShortWatchBacksOffAndRelists) {
-  lw_.onList = [](const kube::ListOptions&) {
-    return kube::Result<rapidjson::Document>(listDoc({}, "7"));
-  };
-  lw_.onWatch = [this](const kube::ListOptions&) { return newWatch(); };
+  serveEmptyListAt("7");
   start();
   watches_[0]->push(FakeWatch::End{});
   ioc_.poll();
@@ -300,10 +290,7 @@ TEST_F(ReflectorTest, TooLargeResourceVersionRelistsFromEmpty) {
 // never contacting the server.
 TEST_F(ReflectorTest, ResyncFiresOnItsTimerWhenAllowed) {
   bool allow = false;
-  lw_.onList = [](const kube::ListOptions&) {
-    return kube::Result<rapidjson::Document>(listDoc({}, "7"));
-  };
-  lw_.onWatch = [this](const kube::ListOptions&) { return newWatch(); };
+  serveEmptyListAt("7");
   ReflectorOptions options = listThenWatch();
   options.resyncPeriod = 30s;
   options.shouldResync = [&] { return allow; };
@@ -370,12 +357,197 @@ TEST_F(ReflectorTest, StreamingListRejectedFallsBackToListForGood) {
   }
 }
 
-// stop() ends run() promptly, cancelling the watch.
-TEST_F(ReflectorTest, StopCancelsTheWatch) {
+// Issue 8, item 1 (client-go's StreamWatcher + Reflector.watch): a watch that breaks on the
+// wire -- EOF, a reset, EOF inside a chunk, the idle timeout -- has ended normally. The reflector
+// watches again at once from the last resourceVersion: no LIST, no backoff.
+TEST_F(ReflectorTest, BrokenWatchConnectionReWatchesFromLastResourceVersionWithoutListing) {
+  serveEmptyListAt("7");
+  start();
+  const char* breaks[] = {"reading the response stream: end of stream",
+                          "reading the response stream: partial message",
+                          "reading the response stream: Connection reset by peer",
+                          "watch: no data for 330s (idle timeout)"};
+  int rv = 8;
+  for (const char* why : breaks) {
+    const std::string eventRv = std::to_string(rv++);
+    watches_.back()->push(event(WT::Added, objectJson("ns", "a", eventRv)));
+    ioc_.poll();
+    watches_.back()->push(kube::Error::transport(why));
+    ioc_.poll();
+    EXPECT_EQ(lw_.watches.back().resourceVersion, eventRv) << why;
+  }
+  EXPECT_EQ(lw_.watches.size(), 5u);
+  EXPECT_EQ(lw_.lists.size(), 1u) << "a broken connection never relists";
+  EXPECT_EQ(reflector_->stats().backoffs, 0);
+}
+
+// Item 1, kept from client-go: a watch that ends (cleanly or broken) within 1s without a single
+// event is "very short": something is wrong, so back off and relist.
+TEST_F(ReflectorTest, VeryShortBrokenWatchBacksOffAndRelists) {
+  serveEmptyListAt("7");
+  start();
+  watches_[0]->push(kube::Error::transport("reading the response stream: end of stream"));
+  ioc_.poll();
+  EXPECT_EQ(reflector_->stats().backoffs, 1);
+  clock_.advance(pendingWait());
+  ioc_.poll();
+  EXPECT_EQ(lw_.lists.size(), 2u);
+}
+
+// Item 1: what is not a broken connection still ends ListAndWatch: an event the stream cannot
+// decode relists (client-go turns decode errors into an error event).
+TEST_F(ReflectorTest, UndecodableWatchStreamRelists) {
+  serveEmptyListAt("7");
+  start();
+  watches_[0]->push(event(WT::Added, objectJson("ns", "a", "8")));
+  ioc_.poll();
+  watches_[0]->push(kube::Error::decode("watch event: expected object"));
+  ioc_.poll();
+  clock_.advance(pendingWait());
+  ioc_.poll();
+  ASSERT_EQ(lw_.lists.size(), 2u);
+  EXPECT_EQ(lw_.lists[1].resourceVersion, "8");
+}
+
+// Item 2: streaming lists are off unless asked for, as in client-go.
+TEST_F(ReflectorTest, StreamingListsAreOffByDefault) {
+  EXPECT_FALSE(ReflectorOptions{}.useWatchList);
+  serveEmptyListAt("7");
+  ReflectorOptions defaults;
+  reflector_ =
+      std::make_unique<Reflector>(lw_, store_, clock_, defaults, [this] { return random_; });
+  net::co_spawn(ioc_, reflector_->run(), net::detached);
+  ioc_.poll();
+  ASSERT_EQ(lw_.lists.size(), 1u);
+  ASSERT_EQ(lw_.watches.size(), 1u);
+  EXPECT_FALSE(lw_.watches[0].sendInitialEvents);
+}
+
+// Item 2 (client-go's ListAndWatch fallbackToList): any failure of a streaming attempt -- here a
+// broken stream before the initial-events bookmark -- lists instead, in the same attempt
+// (no backoff); the next attempt streams again.
+TEST_F(ReflectorTest, FailedStreamingAttemptFallsBackToAPagedListForThatAttempt) {
+  lw_.onList = [](const kube::ListOptions&) {
+    return kube::Result<rapidjson::Document>(listDoc({objectJson("ns", "a", "5")}, "7"));
+  };
+  lw_.onWatch = [this](const kube::ListOptions&) { return newWatch(); };
+  ReflectorOptions options;
+  options.useWatchList = true;
+  start(options);
+  ASSERT_EQ(lw_.watches.size(), 1u);
+  EXPECT_TRUE(lw_.watches[0].sendInitialEvents);
+  watches_[0]->push(event(WT::Added, objectJson("ns", "a", "3")));
+  watches_[0]->push(apiError(500, "InternalError", "etcd is unhappy"));
+  ioc_.poll();
+  ASSERT_EQ(lw_.lists.size(), 1u) << "the same attempt lists";
+  EXPECT_EQ(lw_.lists[0].limit, 500) << "paged";
+  EXPECT_EQ(reflector_->stats().backoffs, 0);
+  ASSERT_EQ(lw_.watches.size(), 2u);
+  EXPECT_FALSE(lw_.watches[1].sendInitialEvents);
+  EXPECT_EQ(lw_.watches[1].resourceVersion, "7");
+  EXPECT_THAT(store_.calls, ElementsAre("start", "item a@3", "start", "item a@5", "replace @7"));
+
+  // A 410 ends this ListAndWatch; the next attempt tries streaming again.
+  clock_.advance(5s);
+  watches_[1]->push(apiError(410, "Expired"));
+  ioc_.poll();
+  clock_.advance(pendingWait());
+  ioc_.poll();
+  ASSERT_EQ(lw_.watches.size(), 3u);
+  EXPECT_TRUE(lw_.watches[2].sendInitialEvents);
+}
+
+// Item 4: stop() cancels an in-flight LIST at once (Asio per-operation cancellation), instead of
+// waiting for the request's timeout.
+TEST_F(ReflectorTest, StopCancelsAnInFlightList) {
+  lw_.hangLists = true;
+  start();
+  ASSERT_EQ(lw_.lists.size(), 1u);
+  EXPECT_EQ(lw_.cancelled, 0);
+  reflector_->stop();
+  ioc_.poll();
+  EXPECT_EQ(lw_.cancelled, 1);
+  EXPECT_FALSE(reflector_->running());
+}
+
+// Item 4: the same for a watch request that has not been answered yet.
+TEST_F(ReflectorTest, StopCancelsAWatchRequestInFlight) {
   lw_.onList = [](const kube::ListOptions&) {
     return kube::Result<rapidjson::Document>(listDoc({}, "7"));
   };
+  lw_.hangWatches = true;
+  start();
+  ASSERT_EQ(lw_.watches.size(), 1u);
+  reflector_->stop();
+  ioc_.poll();
+  EXPECT_EQ(lw_.cancelled, 1);
+  EXPECT_FALSE(reflector_->running());
+}
+
+// Item 4: the Reflector may be destroyed mid-LIST, mid-watch or while its resync loop waits,
+// with the io_context still running; nothing touches it afterwards (ASan checks).
+TEST_F(ReflectorTest, DestroyedMidListWithTheIoContextRunning) {
+  lw_.hangLists = true;
+  ReflectorOptions options = listThenWatch();
+  options.resyncPeriod = 30s;
+  start(options);
+  reflector_.reset();
+  ioc_.poll();
+  clock_.advance(1min);
+  ioc_.poll();
+  EXPECT_EQ(lw_.cancelled, 1);
+}
+
+TEST_F(ReflectorTest, DestroyedMidWatchWithTheIoContextRunning) {
+  serveEmptyListAt("7");
+  ReflectorOptions options = listThenWatch();
+  options.resyncPeriod = 30s;
+  start(options);
+  watches_[0]->push(event(WT::Added, objectJson("ns", "a", "8")));
+  reflector_.reset();
+  ioc_.poll();
+  clock_.advance(1min);
+  ioc_.poll();
+  EXPECT_THAT(store_.calls, ElementsAre("start", "replace @7"));
+}
+
+// Item 5: decoding a big list page yields to the io_context every few hundred items, so lease
+// renewals and probes are not held up for the whole page. Counted as interleavings of another
+// coroutine with the decoding, not as time.
+TEST_F(ReflectorTest, DecodingALargeListYieldsToOtherCoroutines) {
+  std::vector<std::string> items;
+  for (int i = 0; i < 10000; ++i) {
+    items.push_back(objectJson("ns", "o" + std::to_string(i), "5"));
+  }
+  auto page = std::make_shared<rapidjson::Document>(listDoc(items, "7"));
+  lw_.onList = [page](const kube::ListOptions&) {
+    rapidjson::Document copy;
+    copy.CopyFrom(*page, copy.GetAllocator());
+    return kube::Result<rapidjson::Document>(std::move(copy));
+  };
   lw_.onWatch = [this](const kube::ListOptions&) { return newWatch(); };
+  // Records how far the store got each time it runs; stops when the list is complete.
+  std::vector<size_t> seen;
+  bool done = false;
+  testing::spawnTicker(
+      ioc_,
+      [&] {
+        seen.push_back(store_.calls.size());
+        return !store_.calls.empty() && store_.calls.back().rfind("replace", 0) == 0;
+      },
+      &done);
+  start();
+  while (!done) {
+    ioc_.run_one();
+  }
+  const auto during =
+      std::count_if(seen.begin(), seen.end(), [](size_t n) { return n > 1 && n < 10001; });
+  EXPECT_GE(during, 10000 / 500) << "the ticker ran while the page was being decoded";
+}
+
+// stop() ends run() promptly, cancelling the watch.
+TEST_F(ReflectorTest, StopCancelsTheWatch) {
+  serveEmptyListAt("7");
   start();
   EXPECT_TRUE(reflector_->running());
   reflector_->stop();

@@ -2,10 +2,19 @@
 // reference test and the runtime-anchors.md §1.5 / §1.7 items it covers.
 #include "pkg/cache/shared_informer.h"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <prometheus/registry.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
+#include "pkg/cache/lister.h"
 #include "test/unit/cache/fake_lister_watcher.h"
 
 namespace egress::cache {
@@ -24,7 +33,10 @@ using Ptr = std::shared_ptr<const TestObject>;
 
 class InformerTest : public ::testing::Test {
  protected:
-  InformerTest() {
+  InformerTest() { remake(0ms); }
+
+  // A fresh informer with this default resync period, over the fake API.
+  void remake(std::chrono::milliseconds defaultResync) {
     auto lw = std::make_unique<FakeListerWatcher>();
     lw_ = lw.get();
     lw_->onList = [this](const kube::ListOptions&) {
@@ -37,16 +49,27 @@ class InformerTest : public ::testing::Test {
     };
     SharedIndexInformer<TestObject>::Options options;
     options.name = "test";
-    options.reflector.useWatchList = false;
-    options.defaultResync = 0ms;
+    options.defaultResync = defaultResync;
+    options.metrics = &registry_;
     informer_ = std::make_unique<SharedIndexInformer<TestObject>>(
         std::move(lw), testing::decodeTestObject, clock_, options, ioc_.get_executor());
   }
   ~InformerTest() override {
-    informer_->stop();
-    for (int i = 0; i < 100 && !informer_->stopped(); ++i) {
-      ioc_.poll();
+    if (informer_) {
+      informer_->stop();
+      for (int i = 0; i < 100 && !informer_->stopped(); ++i) {
+        ioc_.poll();
+      }
     }
+  }
+
+  using Registration = SharedIndexInformer<TestObject>::Registration;
+  // addEventHandler, for a handler the test expects to be accepted.
+  Registration& add(EventHandler<TestObject> handler,
+                    std::chrono::milliseconds resync = std::chrono::milliseconds(-1)) {
+    auto reg = informer_->addEventHandler(std::move(handler), resync);
+    EXPECT_TRUE(reg) << reg.error().message();
+    return **reg;
   }
 
   EventHandler<TestObject> recorder(std::vector<std::string>& log) {
@@ -66,6 +89,7 @@ class InformerTest : public ::testing::Test {
 
   net::io_context ioc_;
   FakeClock clock_{ioc_.get_executor()};
+  prometheus::Registry registry_;
   FakeListerWatcher* lw_;
   FakeWatch* watch_ = nullptr;
   std::vector<std::string> initial_{objectJson("ns", "a", "1"), objectJson("ns", "b", "2")};
@@ -82,7 +106,7 @@ TEST_F(InformerTest, HandlersSeeChangesAfterTheCacheHasThem) {
     EXPECT_NE(informer_->indexer().get(objectKey(o->metadata)), nullptr);
     onAdd(o, initial);
   };
-  auto& reg = informer_->addEventHandler(handler);
+  auto& reg = add(handler);
   informer_->start(ioc_.get_executor());
   ioc_.poll();
   EXPECT_TRUE(informer_->hasSynced());
@@ -102,7 +126,7 @@ TEST_F(InformerTest, LateHandlerReceivesTheCurrentContentsAsInitialAdds) {
   informer_->start(ioc_.get_executor());
   ioc_.poll();
   std::vector<std::string> log;
-  auto& reg = informer_->addEventHandler(recorder(log));
+  auto& reg = add(recorder(log));
   EXPECT_FALSE(reg.hasSynced());
   ioc_.poll();
   EXPECT_TRUE(reg.hasSynced());
@@ -114,11 +138,11 @@ TEST_F(InformerTest, LateHandlerReceivesTheCurrentContentsAsInitialAdds) {
 // without holding up the others or the cache.
 TEST_F(InformerTest, EachHandlerHasItsOwnBuffer) {
   std::vector<std::string> fast;
-  auto& fastReg = informer_->addEventHandler(recorder(fast));
+  auto& fastReg = add(recorder(fast));
   informer_->start(ioc_.get_executor());
   ioc_.poll();
   std::vector<std::string> late;
-  auto& lateReg = informer_->addEventHandler(recorder(late));
+  auto& lateReg = add(recorder(late));
   for (int i = 0; i < 200; ++i) {
     watch_->push(event(WT::Modified, objectJson("ns", "a", std::to_string(100 + i))));
   }
@@ -139,12 +163,13 @@ TEST_F(InformerTest, EachHandlerHasItsOwnBuffer) {
 // raised; the check period is the shortest before start; resync updates (same RV) go only to
 // handlers that are due.
 TEST_F(InformerTest, ResyncUpdatesGoOnlyToHandlersThatAreDue) {
+  remake(10s);
   std::vector<std::string> every2s;
   std::vector<std::string> every5s;
   std::vector<std::string> never;
-  informer_->addEventHandler(recorder(every2s), 2s);
-  informer_->addEventHandler(recorder(every5s), 5s);
-  informer_->addEventHandler(recorder(never), 0ms);
+  add(recorder(every2s), 2s);
+  add(recorder(every5s), 5s);
+  add(recorder(never), 0ms);
   EXPECT_EQ(informer_->resyncCheckPeriod(), 2s);
   informer_->start(ioc_.get_executor());
   ioc_.poll();
@@ -168,15 +193,16 @@ TEST_F(InformerTest, ResyncUpdatesGoOnlyToHandlersThatAreDue) {
 
 // §1.7 item 3: a handler period in (0, 1s) is raised to 1s.
 TEST_F(InformerTest, TinyResyncPeriodIsRaisedToOneSecond) {
+  remake(10s);
   std::vector<std::string> log;
-  informer_->addEventHandler(recorder(log), 10ms);
+  add(recorder(log), 10ms);
   EXPECT_EQ(informer_->resyncCheckPeriod(), 1s);
 }
 
 // A relist whose list lacks an object deletes it with "final state unknown" (§1.3 item 5).
 TEST_F(InformerTest, RelistDeletesWhatDisappearedWithFinalStateUnknown) {
   std::vector<std::string> log;
-  informer_->addEventHandler(recorder(log));
+  add(recorder(log));
   informer_->start(ioc_.get_executor());
   ioc_.poll();
   initial_ = {objectJson("ns", "a", "1")};
@@ -188,6 +214,271 @@ TEST_F(InformerTest, RelistDeletesWhatDisappearedWithFinalStateUnknown) {
   EXPECT_THAT(log,
               ElementsAre("add a (initial)", "add b (initial)", "delete b (final state unknown)"));
   EXPECT_EQ(informer_->indexer().size(), 1u);
+}
+
+// Issue 8, item 6 (client-go's determineResyncPeriod): an informer whose default resync period
+// is 0 never resyncs; a handler asking for a period does not turn resync on.
+TEST_F(InformerTest, HandlerResyncDoesNotTurnOnResyncOfAnInformerThatNeverResyncs) {
+  std::vector<std::string> log;
+  add(recorder(log), 2s);
+  EXPECT_EQ(informer_->resyncCheckPeriod(), 0ms);
+  informer_->start(ioc_.get_executor());
+  ioc_.poll();
+  for (int i = 0; i < 10; ++i) {
+    clock_.advance(1s);
+    ioc_.poll();
+  }
+  EXPECT_THAT(log, ElementsAre("add a (initial)", "add b (initial)"));
+}
+
+// Item 6 (client-go's processorListener: syncTracker.Finished() after OnAdd): a handler has
+// synced once it has run its initial adds, not when they are merely queued for it.
+TEST_F(InformerTest, HandlerIsSyncedOnlyAfterItRanItsInitialAdds) {
+  const InformerTest::Registration* reg = nullptr;
+  std::vector<bool> syncedDuringAdd;
+  EventHandler<TestObject> h;
+  h.onAdd = [&](const Ptr&, bool) { syncedDuringAdd.push_back(reg->hasSynced()); };
+  reg = &add(h);
+  informer_->start(ioc_.get_executor());
+  ioc_.poll();
+  EXPECT_THAT(syncedDuringAdd, ElementsAre(false, false));
+  EXPECT_TRUE(reg->hasSynced());
+
+  // The same for a handler added after start (synthetic initial adds).
+  const InformerTest::Registration* late = nullptr;
+  std::vector<bool> lateSynced;
+  EventHandler<TestObject> h2;
+  h2.onAdd = [&](const Ptr&, bool) { lateSynced.push_back(late->hasSynced()); };
+  late = &add(h2);
+  ioc_.poll();
+  EXPECT_THAT(lateSynced, ElementsAre(false, false));
+  EXPECT_TRUE(late->hasSynced());
+}
+
+// Item 5: the informer's processing loop (FIFO → cache → handlers) yields to the io_context
+// every few hundred items instead of draining a 10,000-object list in one go. Counted as
+// interleavings of another coroutine, not as time.
+TEST_F(InformerTest, DrainingALargeListYieldsToOtherCoroutines) {
+  initial_.clear();
+  for (int i = 0; i < 10000; ++i) {
+    initial_.push_back(objectJson("ns", "o" + std::to_string(i), "5"));
+  }
+  std::vector<size_t> cached;
+  bool done = false;
+  testing::spawnTicker(
+      ioc_,
+      [&] {
+        cached.push_back(informer_->indexer().size());
+        return informer_->indexer().size() == 10000;
+      },
+      &done);
+  informer_->start(ioc_.get_executor());
+  while (!done) {
+    ioc_.run_one();
+  }
+  const auto during =
+      std::count_if(cached.begin(), cached.end(), [](size_t n) { return n > 0 && n < 10000; });
+  EXPECT_GE(during, 10000 / 500) << "the ticker ran while the cache was being filled";
+}
+
+// Item 4: an informer may be destroyed with the io_context still running -- mid-LIST (the
+// request is cancelled), mid-watch, mid-handler delivery -- and nothing touches it afterwards
+// (ASan checks); its handlers are not called again.
+TEST_F(InformerTest, DestroyedMidListWithTheIoContextRunning) {
+  lw_->hangLists = true;
+  informer_->start(ioc_.get_executor());
+  ioc_.poll();
+  ASSERT_EQ(lw_->lists.size(), 1u);
+  const auto* lw = lw_;
+  (void)lw;
+  informer_.reset();
+  ioc_.poll();
+  clock_.advance(1min);
+  ioc_.poll();
+}
+
+TEST_F(InformerTest, DestroyedMidWatchWithTheIoContextRunning) {
+  std::vector<std::string> log;
+  add(recorder(log));
+  informer_->start(ioc_.get_executor());
+  ioc_.poll();
+  ASSERT_NE(watch_, nullptr);
+  watch_->push(event(WT::Modified, objectJson("ns", "a", "11")));
+  informer_.reset();
+  ioc_.poll();
+  clock_.advance(1min);
+  ioc_.poll();
+  EXPECT_THAT(log, ElementsAre("add a (initial)", "add b (initial)"));
+}
+
+TEST_F(InformerTest, DestroyedMidHandlerDeliveryWithTheIoContextRunning) {
+  std::vector<std::string> log;
+  add(recorder(log));
+  informer_->start(ioc_.get_executor());
+  ioc_.poll();
+  for (int i = 0; i < 200; ++i) {
+    watch_->push(event(WT::Modified, objectJson("ns", "a", std::to_string(100 + i))));
+  }
+  // Part of the backlog delivered (delivery yields every 64), then the informer goes away.
+  while (log.size() < 2 + 70) {
+    ioc_.run_one();
+  }
+  informer_.reset();
+  const size_t delivered = log.size();
+  ioc_.poll();
+  EXPECT_EQ(log.size(), delivered) << "no handler runs after the informer is gone";
+}
+
+TEST_F(InformerTest, DestroyedByItsOwnHandler) {
+  int calls = 0;
+  EventHandler<TestObject> h;
+  h.onAdd = [&](const Ptr&, bool) {
+    ++calls;
+    informer_.reset();
+  };
+  add(h);
+  informer_->start(ioc_.get_executor());
+  ioc_.poll();
+  EXPECT_EQ(calls, 1);
+}
+
+// Item 4: stopped() covers every coroutine, the reflector's resync loop included.
+TEST_F(InformerTest, StoppedCoversTheResyncLoop) {
+  SharedIndexInformer<TestObject>::Options options;
+  options.name = "resyncing";
+  options.defaultResync = 30s;
+  auto lw = std::make_unique<FakeListerWatcher>();
+  lw->onList = lw_->onList;
+  lw->onWatch = lw_->onWatch;
+  SharedIndexInformer<TestObject> informer(std::move(lw), testing::decodeTestObject, clock_,
+                                           options, ioc_.get_executor());
+  informer.start(ioc_.get_executor());
+  ioc_.poll();
+  ASSERT_TRUE(informer.reflector()->running());
+  informer.stop();
+  while (!informer.stopped()) {
+    ASSERT_EQ(ioc_.run_one(), 1u);
+  }
+  EXPECT_FALSE(informer.reflector()->running()) << "stopped() while the resync loop still ran";
+}
+
+double decodeFailuresMetric(prometheus::Registry& registry, const std::string& resource) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "informer_decode_failures_total") {
+      continue;
+    }
+    for (const auto& metric : family.metric) {
+      for (const auto& label : metric.label) {
+        if (label.name == "resource" && label.value == resource) {
+          return metric.counter.value;
+        }
+      }
+    }
+  }
+  return -1;
+}
+
+// Issue 8, item 3b: an object that does not decode stays in the cache as an explicit
+// undecodable entry (not in the typed view), handlers are told, the failure is counted and
+// logged once per object version, a later good version replaces the entry and a DELETED removes
+// it; the resourceVersion advances throughout.
+TEST_F(InformerTest, UndecodableObjectsAreKeptAsExplicitEntries) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
+  spdlog::default_logger()->sinks().push_back(sink);
+  auto undecodableLogs = [&sink] {
+    const auto lines = sink->last_formatted();
+    return std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+      return l.find("ns/bad") != std::string::npos &&
+             l.find("does not decode") != std::string::npos;
+    });
+  };
+  auto bad = [](const std::string& rv) {
+    return R"({"metadata":{"namespace":"ns","name":"bad","resourceVersion":")" + rv +
+           R"("},"value":7})";
+  };
+  initial_ = {objectJson("ns", "a", "1"), bad("2")};
+  std::vector<std::string> log;
+  auto handler = recorder(log);
+  handler.onUndecodable = [&log](const UndecodablePtr& e) {
+    log.push_back("undecodable " + e->key + "@" + e->resourceVersion + ": " + e->error);
+  };
+  add(handler);
+  informer_->start(ioc_.get_executor());
+  ioc_.poll();
+  ASSERT_TRUE(informer_->hasSynced());
+  const auto& idx = informer_->indexer();
+  Lister<TestObject> lister(idx);
+  EXPECT_EQ(lister.get("ns", "bad"), nullptr) << "typed readers never see it";
+  EXPECT_EQ(lister.list().size(), 1u);
+  ASSERT_NE(lister.undecodable("ns", "bad"), nullptr);
+  EXPECT_EQ(lister.undecodable("ns", "bad")->resourceVersion, "2");
+  EXPECT_EQ(lister.undecodable("ns", "bad")->error, "value: expected string");
+  EXPECT_EQ(lister.undecodable().size(), 1u);
+  EXPECT_EQ(lister.undecodable("ns").size(), 1u);
+  EXPECT_EQ(lister.undecodable("other").size(), 0u);
+  EXPECT_EQ(decodeFailuresMetric(registry_, "test"), 1);
+  EXPECT_EQ(undecodableLogs(), 1);
+
+  // A relist meets the same version: nothing new to say.
+  clock_.advance(5s);
+  watch_->push(testing::apiError(410, "Expired"));
+  ioc_.poll();
+  clock_.advance(*clock_.nextDeadline() - clock_.now());
+  ioc_.poll();
+  EXPECT_EQ(lw_->lists.size(), 2u);
+  EXPECT_EQ(decodeFailuresMetric(registry_, "test"), 1);
+  EXPECT_EQ(undecodableLogs(), 1);
+
+  // A version that decodes replaces the entry; a later one that does not takes it out of the
+  // typed view again (no delete: the object exists); its DELETED removes it.
+  watch_->push(event(WT::Modified, objectJson("ns", "bad", "12", "fixed")));
+  ioc_.poll();
+  EXPECT_NE(lister.get("ns", "bad"), nullptr);
+  EXPECT_EQ(lister.undecodable("ns", "bad"), nullptr);
+  watch_->push(event(WT::Modified, bad("13")));
+  ioc_.poll();
+  EXPECT_EQ(lister.get("ns", "bad"), nullptr);
+  ASSERT_NE(lister.undecodable("ns", "bad"), nullptr);
+  EXPECT_EQ(lister.undecodable("ns", "bad")->resourceVersion, "13");
+  EXPECT_EQ(decodeFailuresMetric(registry_, "test"), 2);
+  EXPECT_EQ(undecodableLogs(), 2);
+  watch_->push(event(WT::Deleted, bad("14")));
+  ioc_.poll();
+  EXPECT_EQ(lister.undecodable("ns", "bad"), nullptr);
+  EXPECT_TRUE(lister.undecodable().empty());
+  EXPECT_EQ(informer_->reflector()->lastSyncResourceVersion(), "14");
+  EXPECT_THAT(log, ElementsAre("add a (initial)", "undecodable ns/bad@2: value: expected string",
+                               "add bad", "undecodable ns/bad@13: value: expected string",
+                               "delete bad (final state unknown)"));
+  spdlog::default_logger()->sinks().pop_back();
+}
+
+// Item 3b: a handler added after start hears of the undecodable entries too.
+TEST_F(InformerTest, LateHandlerHearsOfUndecodableEntries) {
+  initial_ = {objectJson("ns", "a", "1"),
+              R"({"metadata":{"namespace":"ns","name":"bad","resourceVersion":"2"},"value":7})"};
+  informer_->start(ioc_.get_executor());
+  ioc_.poll();
+  std::vector<std::string> log;
+  auto handler = recorder(log);
+  handler.onUndecodable = [&log](const UndecodablePtr& e) {
+    log.push_back("undecodable " + e->key);
+  };
+  auto& reg = add(handler);
+  ioc_.poll();
+  EXPECT_TRUE(reg.hasSynced());
+  EXPECT_THAT(log, ElementsAre("add a (initial)", "undecodable ns/bad"));
+}
+
+// Item 6: a stopped informer takes no more handlers.
+TEST_F(InformerTest, AddEventHandlerAfterStopFails) {
+  informer_->start(ioc_.get_executor());
+  ioc_.poll();
+  informer_->stop();
+  std::vector<std::string> log;
+  auto reg = informer_->addEventHandler(recorder(log));
+  ASSERT_FALSE(reg);
+  EXPECT_TRUE(reg.error().isCancelled());
 }
 
 }  // namespace

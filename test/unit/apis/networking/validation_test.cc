@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "pkg/apis/networking/v1alpha1/zz_generated.codec.h"
 #include "pkg/apis/validation/formats.h"
 
 namespace egress::networking::v1alpha1 {
@@ -213,6 +214,24 @@ TEST(ValidateTest, SelectorRequirementsNeedValuesExactlyForInAndNotIn) {
           FieldError{"spec.namespaceSelector.matchExpressions[0].key", "Required value"},
           FieldError{"spec.namespaceSelector.matchExpressions[0].values",
                      "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"}));
+}
+
+// Item 3a of issue 8: a selector the CRD schema accepts decodes (so the informer keeps the
+// policy), and validate() reports what is semantically wrong with it.
+TEST(ValidateTest, DecodedPolicyWithMalformedSelectorIsReportedByValidate) {
+  rapidjson::Document doc;
+  doc.Parse(R"({"metadata":{"name":"billing","namespace":"payments"},
+      "spec":{"podSelector":{"matchExpressions":[{"key":"tier","operator":"In"},
+                                                 {"key":"zone","operator":"Exists","values":["a"]}]},
+              "egressIP":{"pool":"corp"}}})");
+  auto decoded = decodeEgressGatewayPolicy(doc);
+  ASSERT_TRUE(decoded) << decoded.error().toString();
+  EXPECT_THAT(validate(*decoded),
+              ElementsAre(FieldError{"spec.podSelector.matchExpressions[0].values",
+                                     "must be specified when `operator` is 'In' or 'NotIn'"},
+                          FieldError{"spec.podSelector.matchExpressions[1].values",
+                                     "may not be specified when `operator` is 'Exists' or "
+                                     "'DoesNotExist'"}));
 }
 
 TEST(ValidateTest, OperatorConfigIsASingletonWithAnImage) {
