@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: starts a local control plane, seeds 10,000 pods, and runs the benchmarks in
-# test/bench against it; prints their numbers (informer: time to sync, RSS and heap bytes per
-# cached pod, events per second, heap allocations and bytes per watch event). Everything is torn
-# down at the end.
+# test/bench against it; prints their numbers (informer: time to sync with and without gzip, RSS
+# and heap bytes per cached pod, events per second, heap allocations and bytes per watch event;
+# REST client; IPAM allocation rate and memory). Everything is torn down at the end.
 # Usage: hack/bench.sh [BUILD_DIR] [PODS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,5 +19,10 @@ echo "== seeding $pods pods, then the informer caching the typed Pod as decoded 
 echo "== the informer with its transform hook (only the fields the operator reads)"
 "$build/test/bench/informer_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
   --transform strip --churn 2000
+echo "== the same with gzip-compressed LISTs (RestConfig::disableCompression=false)"
+"$build/test/bench/informer_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
+  --transform strip --gzip --churn 0
 echo "== REST client: list and watch decoding, GETs over one pooled connection"
 "$build/test/bench/client_bench" --kubeconfig "$KUBECONFIG" --namespace bench --gets 2000
+echo "== IPAM: allocations per second and bytes per allocation (no cluster needed)"
+"$build/test/bench/ipam_bench"

@@ -7,9 +7,9 @@ packages=(
   # build
   cmake ninja-build ccache g++ make pkg-config
   libboost1.81-dev libssl-dev rapidjson-dev libyaml-cpp-dev prometheus-cpp-dev
-  libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
+  libspdlog-dev libfmt-dev libgtest-dev libgmock-dev zlib1g-dev
   # lint, fuzz
-  clang clang-format clang-tidy libclang-rt-14-dev
+  clang clang-format clang-format-14 clang-tidy libclang-rt-14-dev
   # the test control plane: etcd, and Go to build kube-* from Debian's source package
   etcd-server golang-go dpkg-dev rsync jq
   golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev

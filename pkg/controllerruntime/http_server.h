@@ -9,7 +9,9 @@
 //     connection, of its first byte), however slowly it trickles in (slowloris), and must fit in
 //     headerLimit bytes (431 otherwise); a kept-alive connection may idle for idleTimeout; a
 //     response must be taken within writeTimeout;
-//   - at most maxConnections are served at once; one more is answered 503 and closed at once;
+//   - at most maxConnections are served at once; one more takes the place of the connection
+//     idling longest between kept-alive requests, and only when every connection is busy with a
+//     request is it answered 503 and closed at once;
 //   - a request body is never read: the response is sent and the connection closed.
 // Everything else is answered as Go's net/http would: 400 for a malformed request, 404 for an
 // unknown path, 405 (with Allow) for a method other than GET or HEAD.

@@ -48,8 +48,11 @@ inline double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// A client with no client-side rate limiter (benchmarks measure the server and the client) that
+// asks for gzip-compressed responses only when `gzip` is set (RestConfig::disableCompression).
 inline std::unique_ptr<kube::RestClient> makeClient(boost::asio::io_context& ioc,
-                                                    const std::string& kubeconfig) {
+                                                    const std::string& kubeconfig,
+                                                    bool gzip = false) {
   kube::KubeconfigOptions options;
   if (!kubeconfig.empty()) {
     options.paths = {kubeconfig};
@@ -59,7 +62,8 @@ inline std::unique_ptr<kube::RestClient> makeClient(boost::asio::io_context& ioc
     std::fprintf(stderr, "%s\n", config.error().message().c_str());
     return nullptr;
   }
-  config->qps = -1;  // no client-side limiter: benchmarks measure the server and the client
+  config->qps = -1;
+  config->disableCompression = !gzip;
   auto client = kube::RestClient::create(ioc.get_executor(), *config, nullptr);
   if (!client) {
     std::fprintf(stderr, "%s\n", client.error().message().c_str());

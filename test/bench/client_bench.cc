@@ -38,22 +38,6 @@ size_t gzippedSize(const std::string& data) {
   return size;
 }
 
-// A client like bench::makeClient's, asking for gzip or not.
-std::unique_ptr<kube::RestClient> makeListingClient(boost::asio::io_context& ioc,
-                                                    const std::string& kubeconfig, bool gzip) {
-  kube::KubeconfigOptions options;
-  options.paths = {kubeconfig};
-  auto config = kube::loadKubeconfig(options);
-  if (!config) {
-    std::fprintf(stderr, "%s\n", config.error().message().c_str());
-    return nullptr;
-  }
-  config->qps = -1;
-  config->disableCompression = !gzip;
-  auto client = kube::RestClient::create(ioc.get_executor(), *config, nullptr);
-  return client ? std::move(*client) : nullptr;
-}
-
 }  // namespace egress::bench
 
 int main(int argc, char** argv) {
@@ -160,7 +144,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Mode> modes;
   for (const bool gzip : {true, false}) {
-    modes.push_back({gzip, bench::makeListingClient(ioc, kubeconfig, gzip), {}, false});
+    modes.push_back({gzip, bench::makeClient(ioc, kubeconfig, gzip), {}, false});
     if (!modes.back().client) {
       return 1;
     }

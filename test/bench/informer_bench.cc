@@ -69,7 +69,8 @@ void patchFromAnotherThread(const std::string& kubeconfig, const std::string& ns
 }
 
 int measure(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& kubeconfig,
-            const std::string& ns, const char* mode, void (*transform)(core::Pod&), int churn) {
+            const std::string& ns, const char* mode, void (*transform)(core::Pod&), bool gzip,
+            int churn) {
   using Informer = cache::SharedIndexInformer<core::Pod>;
   RealClock clock(ioc.get_executor());
   Informer::Options options;
@@ -111,9 +112,9 @@ int measure(boost::asio::io_context& ioc, kube::RestClient& client, const std::s
   const size_t objects = informer.indexer().size();
   const double perObject = objects ? 1.0 / static_cast<double>(objects) : 0.0;
   std::printf(
-      "transform=%s objects=%zu time_to_synced=%.3fs rss_before=%.1fMiB rss_after=%.1fMiB "
+      "transform=%s gzip=%s objects=%zu time_to_synced=%.3fs rss_before=%.1fMiB rss_after=%.1fMiB "
       "rss_bytes_per_object=%.0f heap_bytes_per_object=%.0f\n",
-      mode, objects, syncSeconds, rssBefore / 1048576.0, rssAfter / 1048576.0,
+      mode, gzip ? "on" : "off", objects, syncSeconds, rssBefore / 1048576.0, rssAfter / 1048576.0,
       static_cast<double>(rssAfter - rssBefore) * perObject,
       static_cast<double>(heapAfter.liveBytes - heapBefore.liveBytes) * perObject);
 
@@ -178,6 +179,7 @@ int main(int argc, char** argv) {
   std::string transform = "strip";
   int64_t create = 0;
   int64_t churn = 0;
+  bool gzip = false;
   bool help = false;
   flags.addString("kubeconfig", kubeconfig, "Path to a kubeconfig.");
   flags.addString("resource", resource, "Resource to inform on (pods).");
@@ -186,6 +188,8 @@ int main(int argc, char** argv) {
                   "none (the typed Pod as decoded) or strip (the informer's transform hook).");
   flags.addInt("create", create, "Create this many pods first (bench-0..N-1).");
   flags.addInt("churn", churn, "Label patches to apply after sync while counting events.");
+  flags.addBool("gzip", gzip,
+                "Ask for gzip-compressed LIST responses (RestConfig::disableCompression=false).");
   flags.addBool("help", help, "Print this help.");
   if (auto err = flags.parse(argc, argv); !err.empty() || help) {
     std::fprintf(help ? stdout : stderr, "%s\n%s", err.c_str(), flags.usage().c_str());
@@ -196,7 +200,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   boost::asio::io_context ioc;
-  auto client = bench::makeClient(ioc, kubeconfig);
+  auto client = bench::makeClient(ioc, kubeconfig, gzip);
   if (!client) {
     return 1;
   }
@@ -224,5 +228,5 @@ int main(int argc, char** argv) {
   }
   const bool strip = transform == "strip";
   return bench::measure(ioc, *client, kubeconfig, ns, transform.c_str(),
-                        strip ? bench::stripPod : nullptr, static_cast<int>(churn));
+                        strip ? bench::stripPod : nullptr, gzip, static_cast<int>(churn));
 }
