@@ -65,7 +65,7 @@ class Transport {
   virtual ~Transport() = default;
   // Sends a request and reads the whole response. `replayable` (GET, HEAD) allows the one retry
   // on a new connection when a pooled one turns out stale (the request may have reached the
-  // server). Unless compression is disabled (the default) or the request names its own
+  // server). Unless compression is disabled or the request names its own
   // Accept-Encoding, asks for gzip and returns the body decompressed.
   virtual net::awaitable<Result<HttpResponse>> roundTrip(HttpRequest request, bool replayable) = 0;
   // Sends a request and returns once the response header arrived; the body is streamed.
@@ -86,8 +86,8 @@ struct TransportConfig {
   std::string tlsServerName;  // verify and send SNI for this name instead of the host
   std::string clientCertPem;
   std::string clientKeyPem;
-  std::string proxyUrl;            // "" = from the environment (proxy.h)
-  bool disableCompression = true;  // see RestConfig::disableCompression
+  std::string proxyUrl;             // "" = from the environment (proxy.h)
+  bool disableCompression = false;  // see RestConfig::disableCompression
 };
 
 struct TransportOptions {

@@ -49,10 +49,10 @@ inline double secondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 // A client with no client-side rate limiter (benchmarks measure the server and the client) that
-// asks for gzip-compressed responses only when `gzip` is set (RestConfig::disableCompression).
+// asks for gzip-compressed responses unless `gzip` is false (RestConfig::disableCompression).
 inline std::unique_ptr<kube::RestClient> makeClient(boost::asio::io_context& ioc,
                                                     const std::string& kubeconfig,
-                                                    bool gzip = false) {
+                                                    bool gzip = true) {
   kube::KubeconfigOptions options;
   if (!kubeconfig.empty()) {
     options.paths = {kubeconfig};

@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   std::string transform = "strip";
   int64_t create = 0;
   int64_t churn = 0;
-  bool gzip = false;
+  bool gzip = true;
   bool help = false;
   flags.addString("kubeconfig", kubeconfig, "Path to a kubeconfig.");
   flags.addString("resource", resource, "Resource to inform on (pods).");
@@ -188,8 +188,9 @@ int main(int argc, char** argv) {
                   "none (the typed Pod as decoded) or strip (the informer's transform hook).");
   flags.addInt("create", create, "Create this many pods first (bench-0..N-1).");
   flags.addInt("churn", churn, "Label patches to apply after sync while counting events.");
-  flags.addBool("gzip", gzip,
-                "Ask for gzip-compressed LIST responses (RestConfig::disableCompression=false).");
+  flags.addBool(
+      "gzip", gzip,
+      "Ask for gzip-compressed LIST responses (the client's default; --gzip=false turns it off).");
   flags.addBool("help", help, "Print this help.");
   if (auto err = flags.parse(argc, argv); !err.empty() || help) {
     std::fprintf(help ? stdout : stderr, "%s\n%s", err.c_str(), flags.usage().c_str());

@@ -229,8 +229,8 @@ TEST_F(KubeClientE2E, ListPaginationReturnsEachObjectExactlyOnce) {
 }
 
 // The API server gzips responses over 128 KiB when asked to (APIResponseCompression): a client
-// with compression enabled asks, decompresses, and gets the same objects as one without (the
-// default).
+// with compression enabled (the default) asks, decompresses, and gets the same objects as one
+// with compression disabled (client_).
 TEST_F(KubeClientE2E, LargeListsArriveCompressedWhenCompressionIsEnabled) {
   const std::string value(4096, 'v');
   for (int i = 0; i < 60; ++i) {
