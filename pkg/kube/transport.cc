@@ -214,6 +214,21 @@ class Connection {
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     lowest().close();
   }
+  // Asio sets SSL_MODE_RELEASE_BUFFERS, so OpenSSL frees a connection's 16 KiB record buffers
+  // whenever they run empty and allocates them again for the next record. Right for pooled
+  // connections that idle between requests; a stream reads record after record for as long as
+  // it lives (a watch: one or two records per event), so it keeps them.
+  void keepTlsBuffers() {
+    visit([](auto& s) {
+      using S = std::decay_t<decltype(s)>;
+      if constexpr (kIsTls<S>) {
+        SSL_clear_mode(s.native_handle(), SSL_MODE_RELEASE_BUFFERS);
+      }
+      if constexpr (std::is_same_v<S, TlsInTlsStream>) {
+        SSL_clear_mode(s.next_layer().native_handle(), SSL_MODE_RELEASE_BUFFERS);
+      }
+    });
+  }
 
   beast::flat_buffer buffer;
   const uint64_t generation;
@@ -550,6 +565,7 @@ class BeastTransport : public Transport {
         co_return failure(ec, "opening stream " + hostLabel_ + request.target);
       }
       conn->lowest().expires_never();
+      conn->keepTlsBuffers();
       co_return std::unique_ptr<ResponseStream>(
           std::make_unique<BeastResponseStream>(std::move(conn), std::move(parser)));
     }
