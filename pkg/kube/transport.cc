@@ -261,14 +261,6 @@ net::awaitable<boost::system::error_code> readHeader(Stream& s, beast::flat_buff
   co_return ec;
 }
 
-template <class Stream, class Parser>
-net::awaitable<boost::system::error_code> readSomeBody(Stream& s, beast::flat_buffer& buf,
-                                                       Parser& p) {
-  auto [ec, n] = co_await http::async_read_some(s, buf, p, kUseTuple);
-  (void)n;
-  co_return ec;
-}
-
 template <class Stream>
 net::awaitable<boost::system::error_code> handshake(Stream& s) {
   if constexpr (kIsTls<Stream>) {
@@ -418,8 +410,12 @@ class BeastResponseStream : public ResponseStream {
       parser_->get().body().data = buf;
       parser_->get().body().size = size;
       conn_->lowest().expires_after(idleTimeout);
-      auto op = conn_->visit([&](auto& s) { return readSomeBody(s, conn_->buffer, *parser_); });
-      auto ec = co_await std::move(op);
+      // Asio's awaitable for the read itself, the same type for every stream: no coroutine
+      // frame of ours per read (a watch event takes several reads, framing included).
+      auto op = conn_->visit(
+          [&](auto& s) { return http::async_read_some(s, conn_->buffer, *parser_, kUseTuple); });
+      auto [ec, n] = co_await std::move(op);
+      (void)n;
       if (closed_) {
         co_return Error::cancelled();
       }
