@@ -99,8 +99,6 @@ class WatchStream : public Watch {
   void cancel() override;
 
  private:
-  net::awaitable<Result<std::optional<WatchEvent>>> nextUnguarded();
-
   std::unique_ptr<ResponseStream> stream_;
   std::chrono::milliseconds idleTimeout_;
   WatchDecoder decoder_;

@@ -214,6 +214,21 @@ class Connection {
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     lowest().close();
   }
+  // Asio sets SSL_MODE_RELEASE_BUFFERS, so OpenSSL frees a connection's 16 KiB record buffers
+  // whenever they run empty and allocates them again for the next record. Right for pooled
+  // connections that idle between requests; a stream reads record after record for as long as
+  // it lives (a watch: one or two records per event), so it keeps them.
+  void keepTlsBuffers() {
+    visit([](auto& s) {
+      using S = std::decay_t<decltype(s)>;
+      if constexpr (kIsTls<S>) {
+        SSL_clear_mode(s.native_handle(), SSL_MODE_RELEASE_BUFFERS);
+      }
+      if constexpr (std::is_same_v<S, TlsInTlsStream>) {
+        SSL_clear_mode(s.next_layer().native_handle(), SSL_MODE_RELEASE_BUFFERS);
+      }
+    });
+  }
 
   beast::flat_buffer buffer;
   const uint64_t generation;
@@ -242,14 +257,6 @@ template <class Stream, class Parser>
 net::awaitable<boost::system::error_code> readHeader(Stream& s, beast::flat_buffer& buf,
                                                      Parser& p) {
   auto [ec, n] = co_await http::async_read_header(s, buf, p, kUseTuple);
-  (void)n;
-  co_return ec;
-}
-
-template <class Stream, class Parser>
-net::awaitable<boost::system::error_code> readSomeBody(Stream& s, beast::flat_buffer& buf,
-                                                       Parser& p) {
-  auto [ec, n] = co_await http::async_read_some(s, buf, p, kUseTuple);
   (void)n;
   co_return ec;
 }
@@ -403,8 +410,12 @@ class BeastResponseStream : public ResponseStream {
       parser_->get().body().data = buf;
       parser_->get().body().size = size;
       conn_->lowest().expires_after(idleTimeout);
-      auto op = conn_->visit([&](auto& s) { return readSomeBody(s, conn_->buffer, *parser_); });
-      auto ec = co_await std::move(op);
+      // Asio's awaitable for the read itself, the same type for every stream: no coroutine
+      // frame of ours per read (a watch event takes several reads, framing included).
+      auto op = conn_->visit(
+          [&](auto& s) { return http::async_read_some(s, conn_->buffer, *parser_, kUseTuple); });
+      auto [ec, n] = co_await std::move(op);
+      (void)n;
       if (closed_) {
         co_return Error::cancelled();
       }
@@ -550,6 +561,7 @@ class BeastTransport : public Transport {
         co_return failure(ec, "opening stream " + hostLabel_ + request.target);
       }
       conn->lowest().expires_never();
+      conn->keepTlsBuffers();
       co_return std::unique_ptr<ResponseStream>(
           std::make_unique<BeastResponseStream>(std::move(conn), std::move(parser)));
     }
