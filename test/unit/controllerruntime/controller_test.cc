@@ -58,8 +58,8 @@ class ScriptedProcessor : public Processor {
     if (onStart) {
       onStart(key);
     }
-    if (work > Clock::Duration::zero()) {
-      const Clock::Duration d = work;
+    const Clock::Duration d = workFor ? workFor(key, n) : work;
+    if (d > Clock::Duration::zero()) {
       co_await clock_->sleepFor(d);
     }
     --inFlight[key];
@@ -70,6 +70,8 @@ class ScriptedProcessor : public Processor {
 
   Script script = [](const std::string&, int) { return ReconcileResult::done(); };
   Clock::Duration work{0};
+  // If set, each call's duration instead of `work`.
+  std::function<Clock::Duration(const std::string& key, int n)> workFor;
   std::function<void(const std::string&)> onStart;
 
   std::vector<Call> calls;
@@ -196,21 +198,26 @@ class ControllerTest : public ::testing::Test {
 // it is being reconciled; and `workers` reconciles of different keys do run at the same time.
 TEST_F(ControllerTest, AKeyIsNeverReconciledByTwoWorkersAtOnce) {
   auto p = processor();
-  p->work = milliseconds(10);
-  auto c = make("concurrency", 4, p);
-  Enqueuer queue = c->enqueuer();
   std::vector<std::string> keys;
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 6; ++i) {
     keys.push_back("ns/obj-" + std::to_string(i));
   }
+  auto index = [&keys](const std::string& key) {
+    return static_cast<int>(std::find(keys.begin(), keys.end(), key) - keys.begin());
+  };
+  // Uneven durations (5 to 20ms), so workers fall idle while keys are being reconciled.
+  p->workFor = [&index](const std::string& key, int n) {
+    return milliseconds(5 * (1 + (n + index(key)) % 4));
+  };
+  auto c = make("concurrency", 4, p);
+  Enqueuer queue = c->enqueuer();
   // While a key is reconciled, add it and its neighbour again (events arriving mid-reconcile).
   p->onStart = [&](const std::string& key) {
-    if (p->calls.size() > 200) {
+    if (p->calls.size() > 300) {
       return;
     }
     queue.add(key);
-    auto it = std::find(keys.begin(), keys.end(), key);
-    queue.add(*(it + 1 == keys.end() ? keys.begin() : it + 1));
+    queue.add(keys[(index(key) + 1) % keys.size()]);
   };
   for (const auto& key : keys) {
     queue.add(key);
@@ -218,13 +225,13 @@ TEST_F(ControllerTest, AKeyIsNeverReconciledByTwoWorkersAtOnce) {
   startRun(*c);
   EXPECT_EQ(p->running, 4);
   EXPECT_EQ(perController("controller_runtime_active_workers", "concurrency"), 4);
-  for (int i = 0; i < 1000 && (p->running > 0 || c->queueLength() > 0); ++i) {
-    advance(milliseconds(10));
+  for (int i = 0; i < 2000 && (p->running > 0 || c->queueLength() > 0); ++i) {
+    advance(milliseconds(5));
   }
   EXPECT_EQ(p->running, 0);
   EXPECT_EQ(p->overlaps, 0) << "a key was reconciled by two workers at once";
   EXPECT_EQ(p->maxRunning, 4);
-  EXPECT_GT(p->calls.size(), 200u);
+  EXPECT_GT(p->calls.size(), 300u);
   for (const auto& key : keys) {
     EXPECT_GE(p->perKey[key], 2) << key << ": an add during its reconcile was lost";
   }
