@@ -24,7 +24,7 @@
 namespace egress::controllerruntime {
 
 template <class T>
-cache::EventHandler<T> enqueueForObject(Enqueuer queue) {
+cache::EventHandler<T> enqueueForObject(const Enqueuer& queue) {
   using Ptr = typename cache::EventHandler<T>::Ptr;
   cache::EventHandler<T> handler;
   handler.onAdd = [queue](const Ptr& obj, bool) { queue.add(cache::objectKey(obj->metadata)); };
@@ -41,7 +41,7 @@ template <class T>
 using MapFunc = std::function<std::vector<std::string>(const T& obj)>;
 
 template <class T>
-cache::EventHandler<T> enqueueMapped(Enqueuer queue, MapFunc<T> map) {
+cache::EventHandler<T> enqueueMapped(const Enqueuer& queue, MapFunc<T> map) {
   using Ptr = typename cache::EventHandler<T>::Ptr;
   auto addAll = [queue, map](const T& obj) {
     for (const auto& key : map(obj)) {

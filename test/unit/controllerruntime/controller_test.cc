@@ -47,8 +47,7 @@ class ScriptedProcessor : public Processor {
   ScriptedProcessor(Clock& clock, std::string name) : clock_(&clock), name_(std::move(name)) {}
   const std::string& name() const override { return name_; }
 
-  net::awaitable<ReconcileResult> process(const std::string& keyRef) override {
-    const std::string key = keyRef;
+  net::awaitable<ReconcileResult> process(const std::string& key) override {
     calls.push_back({key, clock_->now()});
     const int n = ++perKey[key];
     if (++inFlight[key] > 1) {
@@ -481,12 +480,12 @@ TEST_F(ControllerTest, Metrics) {
   EXPECT_EQ(reconcileTimeBuckets().back(), 60);
 }
 
+const kube::Resource kThings{"example.com", "v1", "things", true};
+
 // A factory over fake ListerWatchers with a 30s default resync: lists return `initial_`, watches
 // stay idle.
 class ControllerInformerTest : public ControllerTest {
  protected:
-  const kube::Resource kThings{"example.com", "v1", "things", true};
-
   ControllerInformerTest()
       : factory_(
             [this](const kube::Resource&, const std::string&,
