@@ -492,7 +492,9 @@ Result<std::unique_ptr<Manager>, std::string> Manager::create(net::any_io_execut
     auto created =
         leaderelection::LeaderElector::create(*s->clock, std::move(elector), &s->registry);
     if (!created) {
-      return "leader election: " + created.error();
+      return "leader election (--leader-elect-lease-duration, --leader-elect-renew-deadline, "
+             "--leader-elect-retry-period): " +
+             created.error();
     }
     s->elector = std::move(*created);
   }

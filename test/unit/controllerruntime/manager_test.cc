@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,9 @@ class FakeRunnable : public Runnable {
     world_->factory = &factory;
     const kube::Resource resource{"example.com", "v1", resource_, true};
     factory.informerFor<TestObject>(resource, cache::testing::decodeTestObject);
+    if (!setUpError.empty()) {
+      return setUpError;
+    }
     return Ok{};
   }
 
@@ -97,6 +101,9 @@ class FakeRunnable : public Runnable {
 
   net::awaitable<void> run() override {
     journal_->push_back("run " + name_);
+    if (throwInRun) {
+      throw std::runtime_error("worker crashed");
+    }
     while (!stopped_ || busy) {
       co_await wake_.wait();
     }
@@ -114,7 +121,9 @@ class FakeRunnable : public Runnable {
     wake_.notify();
   }
 
+  std::string setUpError;
   std::string startError;
+  bool throwInRun = false;
   bool busy = false;
 
  private:
@@ -342,6 +351,50 @@ TEST_F(ManagerTest, AStartErrorStopsEverythingWithoutRunning) {
   EXPECT_THAT(journal_,
               ElementsAre("setUp a", "setUp b", "start a synced=1 holder=me", "stop a", "stop b"));
   EXPECT_EQ(world_.holder(), "<released>");
+}
+
+// A setUp() error: nothing starts, not even the informers, and the exit code is non-zero.
+TEST_F(ManagerTest, ASetUpErrorExitsNonZeroBeforeTheInformersStart) {
+  LogCapture log;
+  create();
+  addRunnable("a", "things")->setUpError = "no such resource";
+  addRunnable("b", "widgets");
+  run();
+  ASSERT_TRUE(exit_);
+  EXPECT_EQ(*exit_, kExitError);
+  EXPECT_THAT(log.text(), HasSubstr("a: setting up failed: no such resource"));
+  EXPECT_THAT(journal_, ElementsAre("setUp a", "stop a", "stop b"));
+}
+
+// A run() that throws stops the Manager like any failure: the others are drained, and the exit
+// code is non-zero.
+TEST_F(ManagerTest, ARunThatThrowsStopsTheManagerNonZero) {
+  LogCapture log;
+  create();
+  addRunnable("a", "things")->throwInRun = true;
+  addRunnable("b", "widgets");
+  run();
+  advance(milliseconds(100));
+  ASSERT_TRUE(exit_);
+  EXPECT_EQ(*exit_, kExitError);
+  EXPECT_THAT(log.text(), HasSubstr("a: run() failed: worker crashed"));
+  EXPECT_THAT(journal_, ::testing::IsSupersetOf({"stop a", "stop b", "returned b holder=<none>"}));
+}
+
+// Leader-election durations client-go would refuse are refused when the Manager is built.
+TEST_F(ManagerTest, InvalidLeaderElectionDurationsAreRefused) {
+  options_.leaderElect = true;
+  options_.leaseDuration = seconds(5);
+  ManagerDeps deps;
+  deps.clock = &clock_;
+  deps.restConfig = kube::RestConfig();
+  deps.restConfig->server = "http://127.0.0.1:1";
+  deps.leaseLock = &lock_;
+  deps.handleSignals = false;
+  auto manager = Manager::create(ioc_.get_executor(), options_, std::move(deps));
+  ASSERT_FALSE(manager);
+  EXPECT_THAT(manager.error(), HasSubstr("--leader-elect-lease-duration"));
+  EXPECT_THAT(manager.error(), HasSubstr("leaseDuration must be greater than renewDeadline"));
 }
 
 // A lost lease (renewals fail past renewDeadline): the runnables are stopped, their work is
