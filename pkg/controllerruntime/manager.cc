@@ -411,7 +411,7 @@ net::awaitable<int> runManager(std::shared_ptr<State> s) {
 
 }  // namespace
 
-Result<std::unique_ptr<Manager>, std::string> Manager::create(net::any_io_executor executor,
+Result<std::unique_ptr<Manager>, std::string> Manager::create(const net::any_io_executor& executor,
                                                               ManagerOptions options,
                                                               ManagerDeps deps) {
   if (auto valid = validateManagerOptions(options); !valid) {

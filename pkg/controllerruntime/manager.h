@@ -99,7 +99,7 @@ class Manager {
   // Builds the client, the factory, the recorder and (with options.leaderElect) the elector;
   // an error for invalid options, a config that cannot be found or loaded, or an elector config
   // client-go would refuse.
-  static Result<std::unique_ptr<Manager>, std::string> create(net::any_io_executor executor,
+  static Result<std::unique_ptr<Manager>, std::string> create(const net::any_io_executor& executor,
                                                               ManagerOptions options,
                                                               ManagerDeps deps);
   ~Manager();
