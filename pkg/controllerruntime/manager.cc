@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <exception>
 #include <random>
 #include <utility>
@@ -328,6 +329,10 @@ net::awaitable<bool> startUp(std::shared_ptr<State> s) {
     State* raw = s.get();
     co_await waitFor(s, [raw] { return raw->leading || raw->stopRequested || raw->electorDone; });
     if (!s->leading) {
+      if (!s->stopRequested) {
+        spdlog::error("leader election ended before this replica led");
+        requestStop(*s, kExitError);
+      }
       co_return false;
     }
   } else {

@@ -32,8 +32,12 @@
 //   auto manager = Manager::create(ioc.get_executor(), options, {});
 //   if (!manager) { spdlog::error("{}", manager.error()); return 1; }
 //   (*manager)->add(std::make_unique<PolicyController>(...));
-//   int code = 1;
-//   net::co_spawn(ioc, runManager(**manager, &code), ...);
+//   int code = kExitError;
+//   net::co_spawn(ioc, (*manager)->run(), [&](std::exception_ptr e, int result) {
+//     if (e) std::rethrow_exception(e);
+//     code = result;
+//     ioc.stop();   // what the Manager abandoned must not keep the process alive
+//   });
 //   ioc.run();
 //   return code;
 //

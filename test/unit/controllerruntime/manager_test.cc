@@ -29,14 +29,12 @@ namespace {
 using cache::testing::FakeListerWatcher;
 using cache::testing::FakeWatch;
 using cache::testing::TestObject;
-using leaderelection::LeaderElectionRecord;
 using leaderelection::testing::FakeLeaseLock;
 using leaderelection::testing::FakeLeaseStore;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using ::testing::Not;
 
 constexpr char kIdentity[] = "me";
