@@ -1,11 +1,15 @@
 // egress-operator: gives selected pods a stable, known source IP for traffic leaving the
-// cluster. Wiring only: flags → logging → (controllers, as they land) → io_context.run().
+// cluster. Wiring only: flags → logging → Manager (controllers, as they land) → io_context.run().
 #include <cstdio>
+#include <exception>
 #include <string>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <spdlog/spdlog.h>
 
 #include "pkg/cli/flag_set.h"
+#include "pkg/controllerruntime/manager.h"
 #include "pkg/log/log.h"
 
 namespace {
@@ -25,6 +29,8 @@ int main(int argc, char** argv) {
   flags.addString("log-level", logLevel,
                   "Log level: trace, debug, info, warn, error, critical or off.");
   flags.addString("log-format", logFormat, "Log format: text or json (one object per line).");
+  egress::controllerruntime::ManagerOptions managerOptions;
+  egress::controllerruntime::addManagerFlags(flags, managerOptions);
 
   if (auto err = flags.parse(argc, argv); !err.empty()) {
     std::fprintf(stderr, "egress-operator: %s\n", err.c_str());
@@ -56,11 +62,32 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "egress-operator: invalid --log-format \"%s\"\n", logFormat.c_str());
     return kExitUsage;
   }
+  if (auto valid = egress::controllerruntime::validateManagerOptions(managerOptions); !valid) {
+    std::fprintf(stderr, "egress-operator: %s\n", valid.error().c_str());
+    return kExitUsage;
+  }
   egress::log::configure(logOptions);
 
-  // The controllers arrive with their issues (API client, informers, controllers); until then
-  // the binary refuses to pretend it does anything.
-  spdlog::error("egress-operator {}: no controllers are built into this version yet",
-                EGRESS_VERSION);
-  return 1;
+  boost::asio::io_context ioc;
+  auto manager = egress::controllerruntime::Manager::create(ioc.get_executor(), managerOptions, {});
+  if (!manager) {
+    spdlog::error("{}", manager.error());
+    return egress::controllerruntime::kExitError;
+  }
+  // The controllers arrive with the next issue; until then the Manager serves /metrics and the
+  // probes, elects a leader and waits for SIGTERM.
+  spdlog::info("egress-operator {} starting", EGRESS_VERSION);
+  int code = egress::controllerruntime::kExitError;
+  boost::asio::co_spawn(ioc, (*manager)->run(), [&](const std::exception_ptr& e, int result) {
+    if (e) {
+      std::rethrow_exception(e);
+    }
+    code = result;
+    // Whatever the Manager abandoned (work past the graceful timeout, or everything after a
+    // second signal) must not keep the process alive.
+    ioc.stop();
+  });
+  ioc.run();
+  spdlog::info("egress-operator exiting with code {}", code);
+  return code;
 }

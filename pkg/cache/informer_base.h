@@ -3,6 +3,8 @@
 // What every informer offers its factory and waitForCacheSync, whatever its object type.
 #pragma once
 
+#include <string>
+
 #include <boost/asio/any_io_executor.hpp>
 
 namespace egress::cache {
@@ -18,6 +20,8 @@ class InformerBase {
   virtual bool hasSynced() const = 0;
   // True once every coroutine the informer started has finished (after stop()).
   virtual bool stopped() const = 0;
+  // For logs and messages: "configmaps", "pods/kube-system".
+  virtual const std::string& name() const = 0;
 };
 
 }  // namespace egress::cache

@@ -229,6 +229,7 @@ class SharedIndexInformer : public InformerBase {
 
   bool stopped() const override { return state_->running == 0; }
   bool hasSynced() const override { return state_->fifo.hasSynced(); }
+  const std::string& name() const override { return state_->options.name; }
   const Indexer<T>& indexer() const { return state_->indexer; }
   const Reflector* reflector() const { return state_->reflector.get(); }
   std::chrono::milliseconds resyncCheckPeriod() const { return state_->resyncCheckPeriod; }

@@ -1,0 +1,55 @@
+#include "pkg/controllerruntime/manager_options.h"
+
+#include "pkg/controllerruntime/bind_address.h"
+
+namespace egress::controllerruntime {
+
+void addManagerFlags(cli::FlagSet& flags, ManagerOptions& options) {
+  flags.addString("kubeconfig", options.kubeconfig,
+                  "Path to a kubeconfig. Only required if out-of-cluster; without it KUBECONFIG, "
+                  "the in-cluster service account and ~/.kube/config are tried in that order.");
+  flags.addBool("leader-elect", options.leaderElect,
+                "Enable leader election, ensuring only one active operator at a time.");
+  flags.addString("leader-election-id", options.leaderElectionId,
+                  "Name of the Lease used for leader election.");
+  flags.addString("leader-election-namespace", options.leaderElectionNamespace,
+                  "Namespace of the leader election Lease; empty means the operator's own "
+                  "namespace (the service account's in a pod, the kubeconfig context's outside).");
+  flags.addDuration("leader-elect-lease-duration", options.leaseDuration,
+                    "How long candidates wait before taking over a lease that is not renewed.");
+  flags.addDuration("leader-elect-renew-deadline", options.renewDeadline,
+                    "How long the leader keeps trying to renew before it gives up leadership.");
+  flags.addDuration("leader-elect-retry-period", options.retryPeriod,
+                    "How long candidates wait between two attempts to acquire or renew.");
+  flags.addString("metrics-bind-address", options.metricsBindAddress,
+                  "Address the /metrics endpoint binds to; \"0\" disables it.");
+  flags.addString("health-probe-bind-address", options.healthProbeBindAddress,
+                  "Address the /healthz and /readyz probes bind to; \"0\" disables them.");
+  flags.addDuration("graceful-shutdown-timeout", options.gracefulShutdownTimeout,
+                    "On SIGTERM, how long running reconciles may take to finish before the "
+                    "operator stops waiting for them.");
+  flags.addDuration("cache-sync-timeout", options.cacheSyncTimeout,
+                    "How long the informers may take to sync before the operator gives up and "
+                    "exits with an error.");
+}
+
+Result<Ok, std::string> validateManagerOptions(const ManagerOptions& options) {
+  if (auto metrics = parseBindAddress(options.metricsBindAddress); !metrics) {
+    return "--metrics-bind-address: " + metrics.error();
+  }
+  if (auto probes = parseBindAddress(options.healthProbeBindAddress); !probes) {
+    return "--health-probe-bind-address: " + probes.error();
+  }
+  if (options.cacheSyncTimeout.count() <= 0) {
+    return std::string("--cache-sync-timeout must be greater than zero");
+  }
+  if (options.gracefulShutdownTimeout.count() < 0) {
+    return std::string("--graceful-shutdown-timeout must not be negative");
+  }
+  if (options.leaderElect && options.leaderElectionId.empty()) {
+    return std::string("--leader-election-id must not be empty with --leader-elect");
+  }
+  return Ok{};
+}
+
+}  // namespace egress::controllerruntime

@@ -1,0 +1,91 @@
+// The Manager's flags: names and defaults as controller-runtime's users know them, parsed into
+// ManagerOptions, and the checks the flags cannot make on their own.
+#include "pkg/controllerruntime/manager_options.h"
+
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace egress::controllerruntime {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+std::string parse(ManagerOptions& options, std::vector<const char*> args) {
+  cli::FlagSet flags("test");
+  addManagerFlags(flags, options);
+  args.insert(args.begin(), "test");
+  return flags.parse(static_cast<int>(args.size()), args.data());
+}
+
+TEST(ManagerOptionsTest, DefaultsAreControllerRuntimes) {
+  ManagerOptions options;
+  ASSERT_EQ(parse(options, {}), "");
+  EXPECT_EQ(options.kubeconfig, "");
+  EXPECT_FALSE(options.leaderElect);
+  EXPECT_EQ(options.leaseDuration, seconds(15));
+  EXPECT_EQ(options.renewDeadline, seconds(10));
+  EXPECT_EQ(options.retryPeriod, seconds(2));
+  EXPECT_EQ(options.metricsBindAddress, ":8080");
+  EXPECT_EQ(options.healthProbeBindAddress, ":8081");
+  EXPECT_EQ(options.gracefulShutdownTimeout, seconds(30));
+  EXPECT_EQ(options.cacheSyncTimeout, minutes(2));
+  EXPECT_TRUE(validateManagerOptions(options));
+
+  cli::FlagSet flags("test");
+  addManagerFlags(flags, options);
+  const std::string usage = flags.usage();
+  EXPECT_THAT(usage, HasSubstr("--graceful-shutdown-timeout value"));
+  EXPECT_THAT(usage, HasSubstr("(default 30s)"));
+  EXPECT_THAT(usage, HasSubstr("(default 2m)"));
+}
+
+TEST(ManagerOptionsTest, EveryFlagSetsItsField) {
+  ManagerOptions options;
+  ASSERT_EQ(
+      parse(options, {"--kubeconfig=/k", "--leader-elect", "--leader-elect-lease-duration=20s",
+                      "--leader-elect-renew-deadline=12s", "--leader-elect-retry-period=3s",
+                      "--leader-election-id=lock", "--leader-election-namespace=ops",
+                      "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
+                      "--graceful-shutdown-timeout=1m", "--cache-sync-timeout=500ms"}),
+      "");
+  EXPECT_EQ(options.kubeconfig, "/k");
+  EXPECT_TRUE(options.leaderElect);
+  EXPECT_EQ(options.leaseDuration, seconds(20));
+  EXPECT_EQ(options.renewDeadline, seconds(12));
+  EXPECT_EQ(options.retryPeriod, seconds(3));
+  EXPECT_EQ(options.leaderElectionId, "lock");
+  EXPECT_EQ(options.leaderElectionNamespace, "ops");
+  EXPECT_EQ(options.metricsBindAddress, "0");
+  EXPECT_EQ(options.healthProbeBindAddress, ":9000");
+  EXPECT_EQ(options.gracefulShutdownTimeout, minutes(1));
+  EXPECT_EQ(options.cacheSyncTimeout, milliseconds(500));
+  EXPECT_TRUE(validateManagerOptions(options));
+}
+
+TEST(ManagerOptionsTest, InvalidValuesNameTheirFlag) {
+  ManagerOptions options;
+  options.metricsBindAddress = "example.com:80";
+  EXPECT_THAT(validateManagerOptions(options).error(), HasSubstr("--metrics-bind-address"));
+  options = {};
+  options.healthProbeBindAddress = ":99999";
+  EXPECT_THAT(validateManagerOptions(options).error(), HasSubstr("--health-probe-bind-address"));
+  options = {};
+  options.cacheSyncTimeout = milliseconds(0);
+  EXPECT_THAT(validateManagerOptions(options).error(), HasSubstr("--cache-sync-timeout"));
+  options = {};
+  options.leaderElect = true;
+  options.leaderElectionId = "";
+  EXPECT_THAT(validateManagerOptions(options).error(), HasSubstr("--leader-election-id"));
+  // Without leader election the id is not used.
+  options.leaderElect = false;
+  EXPECT_TRUE(validateManagerOptions(options));
+}
+
+}  // namespace
+}  // namespace egress::controllerruntime
