@@ -450,11 +450,10 @@ Result<std::unique_ptr<Manager>, std::string> Manager::create(const net::any_io_
 
   if (deps.listerWatchers) {
     s->factory = std::make_unique<cache::SharedInformerFactory>(
-        std::move(deps.listerWatchers), *s->clock, executor, std::chrono::milliseconds(0),
-        &s->registry);
+        std::move(deps.listerWatchers), *s->clock, executor, s->options.syncPeriod, &s->registry);
   } else {
     s->factory = std::make_unique<cache::SharedInformerFactory>(
-        *s->client, *s->clock, executor, std::chrono::milliseconds(0), &s->registry);
+        *s->client, *s->clock, executor, s->options.syncPeriod, &s->registry);
   }
 
   const std::string identity = deps.identity.empty() ? defaultIdentity() : deps.identity;

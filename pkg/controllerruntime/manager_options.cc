@@ -31,6 +31,9 @@ void addManagerFlags(cli::FlagSet& flags, ManagerOptions& options) {
   flags.addDuration("cache-sync-timeout", options.cacheSyncTimeout,
                     "How long the informers may take to sync before the operator gives up and "
                     "exits with an error.");
+  flags.addDuration("sync-period", options.syncPeriod,
+                    "How often every cached object is handed to the controllers again (a resync) "
+                    "even without a change; 0 turns resyncs off.");
 }
 
 Result<Ok, std::string> validateManagerOptions(const ManagerOptions& options) {
@@ -42,6 +45,9 @@ Result<Ok, std::string> validateManagerOptions(const ManagerOptions& options) {
   }
   if (options.cacheSyncTimeout.count() <= 0) {
     return std::string("--cache-sync-timeout must be greater than zero");
+  }
+  if (options.syncPeriod.count() < 0) {
+    return std::string("--sync-period must not be negative");
   }
   if (options.gracefulShutdownTimeout.count() < 0) {
     return std::string("--graceful-shutdown-timeout must not be negative");

@@ -40,13 +40,17 @@ struct ManagerOptions {
   // controller-runtime's GracefulShutdownTimeout and CacheSyncTimeout.
   std::chrono::milliseconds gracefulShutdownTimeout{std::chrono::seconds(30)};
   std::chrono::milliseconds cacheSyncTimeout{std::chrono::minutes(2)};
+  // How often every informer replays its whole cache to the handlers (a resync), so that a
+  // controller re-checks every object now and then even if no event arrives: controller-runtime's
+  // Cache.SyncPeriod, 10 h by default. 0 turns resyncs off.
+  std::chrono::milliseconds syncPeriod{std::chrono::hours(10)};
 };
 
 // Registers --kubeconfig, --leader-elect, --leader-elect-lease-duration,
 // --leader-elect-renew-deadline, --leader-elect-retry-period, --leader-election-id,
 // --leader-election-namespace, --metrics-bind-address, --health-probe-bind-address,
-// --graceful-shutdown-timeout and --cache-sync-timeout, writing into `options` (which must
-// outlive the parse).
+// --graceful-shutdown-timeout, --cache-sync-timeout and --sync-period, writing into `options`
+// (which must outlive the parse).
 void addManagerFlags(cli::FlagSet& flags, ManagerOptions& options);
 
 // What the flags cannot check on their own: bind addresses, positive timeouts, a lease name,

@@ -35,6 +35,7 @@ TEST(ManagerOptionsTest, DefaultsAreControllerRuntimes) {
   EXPECT_EQ(options.healthProbeBindAddress, ":8081");
   EXPECT_EQ(options.gracefulShutdownTimeout, seconds(30));
   EXPECT_EQ(options.cacheSyncTimeout, minutes(2));
+  EXPECT_EQ(options.syncPeriod, std::chrono::hours(10));
   EXPECT_TRUE(validateManagerOptions(options));
 
   cli::FlagSet flags("test");
@@ -48,11 +49,12 @@ TEST(ManagerOptionsTest, DefaultsAreControllerRuntimes) {
 TEST(ManagerOptionsTest, EveryFlagSetsItsField) {
   ManagerOptions options;
   ASSERT_EQ(
-      parse(options, {"--kubeconfig=/k", "--leader-elect", "--leader-elect-lease-duration=20s",
-                      "--leader-elect-renew-deadline=12s", "--leader-elect-retry-period=3s",
-                      "--leader-election-id=lock", "--leader-election-namespace=ops",
-                      "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
-                      "--graceful-shutdown-timeout=1m", "--cache-sync-timeout=500ms"}),
+      parse(options,
+            {"--kubeconfig=/k", "--leader-elect", "--leader-elect-lease-duration=20s",
+             "--leader-elect-renew-deadline=12s", "--leader-elect-retry-period=3s",
+             "--leader-election-id=lock", "--leader-election-namespace=ops",
+             "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
+             "--graceful-shutdown-timeout=1m", "--cache-sync-timeout=500ms", "--sync-period=90s"}),
       "");
   EXPECT_EQ(options.kubeconfig, "/k");
   EXPECT_TRUE(options.leaderElect);
@@ -65,6 +67,7 @@ TEST(ManagerOptionsTest, EveryFlagSetsItsField) {
   EXPECT_EQ(options.healthProbeBindAddress, ":9000");
   EXPECT_EQ(options.gracefulShutdownTimeout, minutes(1));
   EXPECT_EQ(options.cacheSyncTimeout, milliseconds(500));
+  EXPECT_EQ(options.syncPeriod, seconds(90));
   EXPECT_TRUE(validateManagerOptions(options));
 }
 
@@ -78,6 +81,9 @@ TEST(ManagerOptionsTest, InvalidValuesNameTheirFlag) {
   options = {};
   options.cacheSyncTimeout = milliseconds(0);
   EXPECT_THAT(validateManagerOptions(options).error(), HasSubstr("--cache-sync-timeout"));
+  options = {};
+  options.syncPeriod = milliseconds(-1);
+  EXPECT_THAT(validateManagerOptions(options).error(), HasSubstr("--sync-period"));
   options = {};
   options.leaderElect = true;
   options.leaderElectionId = "";
