@@ -126,6 +126,10 @@ class MirrorController : public Controller {
     ++s.writes;
     auto patched = co_await client_.patch(kConfigMaps, meta.namespace_, meta.name,
                                           kube::PatchType::Merge, std::move(patch));
+    if (!patched && patched.error().isNotFound()) {
+      // Deleted after the cache showed it: the delete's own reconcile follows.
+      co_return ReconcileResult::done();
+    }
     if (!patched) {
       co_return ReconcileResult::error(patched.error().message());
     }
@@ -146,9 +150,9 @@ double counterValue(prometheus::Registry& registry, const std::string& family,
     }
     for (const auto& metric : f.metric) {
       bool match = true;
-      for (const auto& [name, value] : labels) {
+      for (const auto& wanted : labels) {
         match = match && std::any_of(metric.label.begin(), metric.label.end(), [&](const auto& l) {
-                  return l.name == name && l.value == value;
+                  return l.name == wanted.first && l.value == wanted.second;
                 });
       }
       if (match) {
@@ -226,7 +230,7 @@ TEST_F(ControllerE2E, SampleControllerThroughTheManager) {
       Controller::Options{kControllerName, 4, m.clock(), ioc_.get_executor(), &m.registry()},
       m.client(), stats));
   std::optional<int> exitCode;
-  net::co_spawn(ioc_, m.run(), [&](std::exception_ptr e, int code) {
+  net::co_spawn(ioc_, m.run(), [&](const std::exception_ptr& e, int code) {
     if (e) {
       std::rethrow_exception(e);
     }
