@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pkg/base/notifier.h"
+#include "test/testutil/fake_time.h"
 #include "test/testutil/run_sync.h"
 #include "test/unit/cache/fake_lister_watcher.h"
 #include "test/unit/controllerruntime/raw_client.h"
@@ -217,26 +218,10 @@ class ManagerTest : public ::testing::Test {
     poll();
   }
 
-  void poll() {
-    ioc_.restart();
-    ioc_.poll();
-  }
+  void poll() { testutil::pollReady(ioc_); }
 
   // Moves the fake time forward by `d`, stopping at every timer deadline on the way.
-  void advance(Clock::Duration d) {
-    const auto target = clock_.now() + d;
-    poll();
-    for (;;) {
-      auto next = clock_.nextDeadline();
-      if (!next || *next > target) {
-        break;
-      }
-      clock_.setTime(*next);
-      poll();
-    }
-    clock_.setTime(target);
-    poll();
-  }
+  void advance(Clock::Duration d) { testutil::advanceFakeClockTo(ioc_, clock_, clock_.now() + d); }
 
   // Two runnables, leader election on, every cache synced, the lease won, both running.
   void runTwoAsLeader() {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 
+#include "test/testutil/fake_time.h"
 #include "test/testutil/run_sync.h"
 #include "test/unit/leaderelection/fake_lease_lock.h"
 
@@ -109,26 +110,11 @@ class LeaderElectorTest : public ::testing::Test {
     poll();
   }
 
-  void poll() {
-    ioc_.restart();
-    ioc_.poll();
-  }
+  void poll() { testutil::pollReady(ioc_); }
 
   // Moves the fake time to `target`, stopping at every timer deadline on the way so that each
   // wakes at exactly its own time.
-  void advanceTo(Clock::TimePoint target) {
-    poll();
-    for (;;) {
-      auto next = clock_.nextDeadline();
-      if (!next || *next > target) {
-        break;
-      }
-      clock_.setTime(*next);
-      poll();
-    }
-    clock_.setTime(target);
-    poll();
-  }
+  void advanceTo(Clock::TimePoint target) { testutil::advanceFakeClockTo(ioc_, clock_, target); }
   void advance(Clock::Duration d) { advanceTo(clock_.now() + d); }
   void expectAThrowIsAFailedAcquire();
   // Time since the test began.
