@@ -116,6 +116,17 @@ void requestStop(State& s, int code) {
   s.wake.notify();
 }
 
+// Tells every runnable to take no new work. Once.
+void stopRunnables(State& s) {
+  if (s.runnablesStopped) {
+    return;
+  }
+  s.runnablesStopped = true;
+  for (auto& runnable : s.runnables) {
+    runnable->stop();
+  }
+}
+
 void onSignal(State& s) {
   // A stop under way (for a signal or for an error): a signal now means "do not wait".
   if (s.stopRequested) {
@@ -129,6 +140,12 @@ void onSignal(State& s) {
   spdlog::info("shutdown requested: stopping the controllers (graceful shutdown timeout {})",
                cli::formatDuration(s.options.gracefulShutdownTimeout));
   requestStop(s, kExitOk);
+  // No new keys from this turn on: the drain that awaits the runnables begins a few turns later
+  // (in the elector's stop hook), and a worker finishing a reconcile meanwhile must not take
+  // another key. Before the runnables started, startUp() sees the request instead.
+  if (s.runnablesStarted) {
+    stopRunnables(s);
+  }
 }
 
 void armSignals(const std::shared_ptr<State>& state) {
@@ -145,17 +162,6 @@ void armSignals(const std::shared_ptr<State>& state) {
     onSignal(*s);
     armSignals(s);
   });
-}
-
-// Tells every runnable to take no new work. Once.
-void stopRunnables(State& s) {
-  if (s.runnablesStopped) {
-    return;
-  }
-  s.runnablesStopped = true;
-  for (auto& runnable : s.runnables) {
-    runnable->stop();
-  }
 }
 
 // Stops the runnables and waits until their run()s returned, `deadline` passed or a second
@@ -374,11 +380,15 @@ net::awaitable<int> shutDown(std::shared_ptr<State> s) {
     co_await waitFor(s, [raw] { return raw->electorDone; });
   }
   co_await drain(s, s->stopDeadline);
-  if (s->forced) {
-    co_return kExitError;
+  if (!s->forced) {
+    const auto flushDeadline = std::max(s->stopDeadline, s->clock->now() + kMinEventFlush);
+    co_await s->recorder->shutdown(flushDeadline);
   }
-  const auto flushDeadline = std::max(s->stopDeadline, s->clock->now() + kMinEventFlush);
-  co_await s->recorder->shutdown(flushDeadline);
+  // Even after a second signal, when nothing is awaited any more: the informers' watches, the
+  // servers and the signal handler are cancelled now, while everything they use exists. Left
+  // running, they would be cancelled by their destructors when the process ends (main() stops
+  // the io_context and returns), from inside the io_context's destructor, after coroutines
+  // that own part of what they use are gone (a second SIGTERM used to end in SIGSEGV so).
   s->factory->stop();
   if (s->metricsServer) {
     s->metricsServer->stop();
@@ -389,7 +399,7 @@ net::awaitable<int> shutDown(std::shared_ptr<State> s) {
   if (s->signals) {
     s->signals->cancel();
   }
-  if (s->leadershipLost) {
+  if (s->forced || s->leadershipLost) {
     co_return kExitError;
   }
   co_return s->exitCode;

@@ -7,13 +7,11 @@
 // can be quoted.
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,17 +22,12 @@
 #include "pkg/kube/kubeconfig.h"
 #include "pkg/kube/rest_client.h"
 #include "pkg/leaderelection/kube_lease_lock.h"
+#include "test/e2e/testenv/child_process.h"
 #include "test/e2e/testenv/environment.h"
 #include "test/testutil/run_sync.h"
 #include "test/testutil/temp_dir.h"
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <stdlib.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
-extern char** environ;
 
 namespace egress::leaderelection {
 namespace {
@@ -79,64 +72,27 @@ class Candidate {
   Candidate(const std::string& dir, const std::string& identity, const std::string& lease)
       : identity_(identity),
         statusFile_(dir + "/" + identity + ".status"),
-        logFile_(dir + "/" + identity + ".log") {
-    std::vector<std::string> args = {
-        EGRESS_ELECTOR_PROCESS,
-        "--kubeconfig=" + controlPlane().kubeconfig(),
-        "--namespace=default",
-        "--lease=" + lease,
-        "--identity=" + identity,
-        "--lease-duration=4s",
-        "--renew-deadline=3s",
-        "--retry-period=1s",
-        "--drain=" + std::to_string(std::chrono::milliseconds(kDrain).count()) + "ms",
-        "--status-file=" + statusFile_,
-    };
-    std::vector<char*> argv;
-    for (auto& a : args) {
-      argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, logFile_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    // The child starts with default dispositions and nothing blocked, whatever this process
-    // (and its GoogleTest environment) did with SIGTERM/SIGINT.
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none;
-    sigset_t defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGTERM);
-    sigaddset(&defaults, SIGINT);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, &attr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
-      pid_ = -1;
-      ADD_FAILURE() << "posix_spawn " << argv[0] << ": " << std::strerror(rc);
-    }
-    started_ = Clock::now();
-  }
-
-  ~Candidate() {
-    if (running()) {
-      kill(pid_, SIGKILL);
-      reap(5s);
+        process_(
+            {
+                EGRESS_ELECTOR_PROCESS,
+                "--kubeconfig=" + controlPlane().kubeconfig(),
+                "--namespace=default",
+                "--lease=" + lease,
+                "--identity=" + identity,
+                "--lease-duration=4s",
+                "--renew-deadline=3s",
+                "--retry-period=1s",
+                "--drain=" + std::to_string(std::chrono::milliseconds(kDrain).count()) + "ms",
+                "--status-file=" + statusFile_,
+            },
+            dir + "/" + identity + ".log") {
+    if (!process_.error().empty()) {
+      ADD_FAILURE() << process_.error();
     }
   }
-  Candidate(const Candidate&) = delete;
-  Candidate& operator=(const Candidate&) = delete;
 
   const std::string& identity() const { return identity_; }
-  bool running() const { return pid_ > 0 && !exitStatus_; }
+  bool running() const { return process_.running(); }
   std::optional<Status> status() const { return readStatus(statusFile_); }
   // True if running and its status file says leader.
   bool believesItLeads() const {
@@ -148,38 +104,15 @@ class Candidate {
     auto s = status();
     return running() && s && s->state != "follower";
   }
-  void signal(int sig) { kill(pid_, sig); }
+  void signal(int sig) const { process_.signal(sig); }
   // Waits up to `timeout` for the process to exit; its wait status, if it did.
-  std::optional<int> reap(Clock::duration timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (!exitStatus_) {
-      int status = 0;
-      const pid_t r = waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        exitStatus_ = status;
-        break;
-      }
-      if (Clock::now() >= deadline) {
-        break;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return exitStatus_;
-  }
-  std::string log() const {
-    std::ifstream in(logFile_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::optional<int> reap(Clock::duration timeout) { return process_.reap(timeout); }
+  std::string log() const { return process_.log(); }
 
  private:
   std::string identity_;
   std::string statusFile_;
-  std::string logFile_;
-  pid_t pid_ = -1;
-  std::optional<int> exitStatus_;
-  Clock::time_point started_;
+  testenv::ChildProcess process_;
 };
 
 class LeaderElectionE2E : public ::testing::Test {

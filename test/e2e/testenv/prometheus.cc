@@ -17,6 +17,7 @@
 #include <boost/beast/http.hpp>
 #include <rapidjson/document.h>
 
+#include "test/e2e/testenv/control_plane.h"
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -308,6 +309,40 @@ std::vector<PromSample> Prometheus::waitForSeries(const std::string& promql,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
+}
+
+std::optional<std::string> scrapeMetrics(unsigned short port, std::string& error) {
+  HttpAnswer answer = httpGet(port, "/metrics");
+  if (answer.status != 200) {
+    error = "GET /metrics: " +
+            (answer.status == 0 ? answer.body : "HTTP " + std::to_string(answer.status));
+    return std::nullopt;
+  }
+  return std::move(answer.body);
+}
+
+PromtoolReport promtoolCheckMetrics(const std::string& exposition, const std::string& promtool) {
+  PromtoolReport report;
+  if (access(promtool.c_str(), X_OK) != 0) {
+    report.output = promtool + " is not installed (Debian's prometheus package has it)";
+    return report;
+  }
+  std::string path = (std::filesystem::temp_directory_path() / "promtool_input.XXXXXX").string();
+  const int fd = mkstemp(path.data());
+  if (fd < 0) {
+    report.output = std::string("mkstemp: ") + std::strerror(errno);
+    return report;
+  }
+  close(fd);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << exposition;
+  // promtool reads the exposition from stdin; runCommand gives children /dev/null there.
+  const CommandResult result =
+      runCommand({"/bin/sh", "-c", "exec \"$0\" check metrics < \"$1\"", promtool, path});
+  std::filesystem::remove(path);
+  report.ran = true;
+  report.exitCode = result.exitCode;
+  report.output = result.output;
+  return report;
 }
 
 }  // namespace egress::testenv

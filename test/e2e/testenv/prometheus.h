@@ -5,11 +5,14 @@
 // targets it is given every second, queried through its HTTP API (/api/v1/query), and stopped
 // (its directory removed) when the object goes away. It dies with the thread that started it,
 // even on SIGKILL. The machine's own prometheus service, if any, is never used or touched.
+// Beside it, the package's promtool lints an exposition the test scraped itself.
 //
 //   std::string error;
 //   auto prom = Prometheus::start({.targets = {"127.0.0.1:" + std::to_string(port)}}, error);
 //   ASSERT_TRUE(prom) << error;
 //   auto up = prom->waitForSeries("up == 1", std::chrono::seconds(60), error);
+//   auto body = scrapeMetrics(port, error);
+//   auto lint = promtoolCheckMetrics(*body);   // lint.exitCode: 0 clean, 3 lint findings only
 #pragma once
 
 #include <chrono>
@@ -69,5 +72,17 @@ class Prometheus {
   unsigned short port_;
   pid_t pid_;
 };
+
+// GET http://127.0.0.1:<port>/metrics, as a scraper asks: the body, or nullopt and `error`.
+std::optional<std::string> scrapeMetrics(unsigned short port, std::string& error);
+
+// What `promtool check metrics` says about an exposition.
+struct PromtoolReport {
+  bool ran = false;   // false: promtool is not installed (output says so)
+  int exitCode = -1;  // 0 clean; 3 lint findings only; 1 the exposition could not be parsed
+  std::string output;
+};
+PromtoolReport promtoolCheckMetrics(const std::string& exposition,
+                                    const std::string& promtool = "/usr/bin/promtool");
 
 }  // namespace egress::testenv

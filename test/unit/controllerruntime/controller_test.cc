@@ -625,8 +625,78 @@ TEST_F(ProcessorsTest, RequeueAfterContinuesAndTheShortestWins) {
 }
 
 TEST_F(ProcessorsTest, AnErrorAfterARequeueAfterWins) {
-  EXPECT_EQ(run({ReconcileResult::requeueAfter(seconds(30)), ReconcileResult::error("x")}),
+  EXPECT_EQ(run({ReconcileResult::requeueAfter(seconds(30)), ReconcileResult::error("x"),
+                 ReconcileResult::requeueAfter(seconds(10))}),
             ReconcileResult::error("p1: x"));
+  EXPECT_EQ(log_, (std::vector<std::string>{"p0:k", "p1:k"}));
+}
+
+TEST_F(ProcessorsTest, ARequeueAfterARequeueAfterWinsAndStopsTheChain) {
+  EXPECT_EQ(run({ReconcileResult::requeueAfter(seconds(30)), ReconcileResult::requeue(),
+                 ReconcileResult::requeueAfter(seconds(10))}),
+            ReconcileResult::requeue());
+  EXPECT_EQ(log_, (std::vector<std::string>{"p0:k", "p1:k"}));
+}
+
+TEST_F(ProcessorsTest, NoProcessorsIsDone) {
+  EXPECT_EQ(run({}), ReconcileResult::done());
+  EXPECT_TRUE(log_.empty());
+}
+
+// Every chain of up to three processors over every kind of result (two requeueAfter durations,
+// so both orders of a shorter and a longer one occur), against the rules of processor.h stated
+// the other way round: the first error or requeue, if any, is the result and the last processor
+// that ran; otherwise every processor ran and the result is the shortest requeueAfter, or done.
+TEST_F(ProcessorsTest, EveryCombinationOfUpToThreeResults) {
+  const std::vector<ReconcileResult> kinds = {ReconcileResult::done(), ReconcileResult::requeue(),
+                                              ReconcileResult::requeueAfter(seconds(10)),
+                                              ReconcileResult::requeueAfter(seconds(20)),
+                                              ReconcileResult::error("e")};
+  std::vector<std::vector<ReconcileResult>> chains = {{}};
+  for (size_t length = 1; length <= 3; ++length) {
+    std::vector<std::vector<ReconcileResult>> longer;
+    for (const auto& chain : chains) {
+      if (chain.size() + 1 != length) {
+        continue;
+      }
+      for (const auto& kind : kinds) {
+        longer.push_back(chain);
+        longer.back().push_back(kind);
+      }
+    }
+    chains.insert(chains.end(), longer.begin(), longer.end());
+  }
+  ASSERT_EQ(chains.size(), 1u + 5 + 25 + 125);
+
+  for (const auto& chain : chains) {
+    const auto stopper = std::find_if(chain.begin(), chain.end(), [](const ReconcileResult& r) {
+      return r.kind() == ReconcileResult::Kind::Error || r.kind() == ReconcileResult::Kind::Requeue;
+    });
+    const size_t ran = stopper == chain.end() ? chain.size() : stopper - chain.begin() + 1;
+    ReconcileResult want = ReconcileResult::done();
+    if (stopper != chain.end()) {
+      const std::string index = std::to_string(stopper - chain.begin());
+      want = stopper->isError() ? ReconcileResult::error("p" + index + ": e")
+                                : ReconcileResult::requeue();
+    } else {
+      std::vector<Clock::Duration> afters;
+      for (const auto& r : chain) {
+        if (r.kind() == ReconcileResult::Kind::RequeueAfter) {
+          afters.push_back(r.after());
+        }
+      }
+      if (!afters.empty()) {
+        want = ReconcileResult::requeueAfter(*std::min_element(afters.begin(), afters.end()));
+      }
+    }
+    std::string name;
+    for (const auto& r : chain) {
+      name += "[" + toString(r) + "]";
+    }
+    log_.clear();
+    EXPECT_EQ(run(chain), want) << name;
+    EXPECT_EQ(log_.size(), ran) << name;
+  }
 }
 
 TEST(ReconcileResultTest, RequeueAfterZeroIsAPlainRequeue) {

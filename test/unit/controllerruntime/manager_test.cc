@@ -3,6 +3,7 @@
 // tests. Shutdown is triggered by requestShutdown(), which is what the signal handler calls.
 #include "pkg/controllerruntime/manager.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -422,6 +423,24 @@ TEST_F(ManagerTest, ShutdownDrainsThenReleasesTheLease) {
   EXPECT_EQ(world_.holder(), "<released>");
 }
 
+// The runnables stop taking work in the very turn the signal is handled, not a few turns later
+// once the elector has stopped renewing: a worker finishing a reconcile in between must not
+// take another key.
+TEST_F(ManagerTest, ASignalStopsTheRunnablesAtOnce) {
+  runTwoAsLeader();
+  a_->busy = true;
+  manager_->requestShutdown();
+  EXPECT_THAT(journal_, ::testing::IsSupersetOf({"stop a", "stop b"}));
+  poll();
+  EXPECT_EQ(std::count(journal_.begin(), journal_.end(), "stop a"), 1);
+  EXPECT_EQ(world_.holder(), kIdentity);
+  a_->finishWork();
+  poll();
+  ASSERT_TRUE(exit_);
+  EXPECT_EQ(*exit_, kExitOk);
+  EXPECT_EQ(world_.holder(), "<released>");
+}
+
 // --graceful-shutdown-timeout: a runnable whose work never ends does not hang the Manager; it
 // is named in the log, and the shutdown goes on (lease released, exit 0).
 TEST_F(ManagerTest, TheDrainDeadlineIsHonoured) {
@@ -441,7 +460,8 @@ TEST_F(ManagerTest, TheDrainDeadlineIsHonoured) {
 }
 
 // A second signal during the drain: run() returns non-zero at once, without waiting for the
-// work in flight and without releasing the lease.
+// work in flight and without releasing the lease. The informers are stopped all the same (their
+// watches must not be left for the io_context's destructor to cancel).
 TEST_F(ManagerTest, ASecondSignalExitsAtOnce) {
   runTwoAsLeader();
   a_->busy = true;
@@ -454,6 +474,7 @@ TEST_F(ManagerTest, ASecondSignalExitsAtOnce) {
   EXPECT_EQ(*exit_, kExitError);
   EXPECT_THAT(journal_, Not(::testing::Contains("returned a holder=me")));
   EXPECT_EQ(world_.holder(), kIdentity);
+  EXPECT_TRUE(world_.factory->stopped());
 }
 
 // A shutdown requested while the caches still sync ends the Manager cleanly, nothing started.
