@@ -6,10 +6,11 @@
 # Usage: hack/bench.sh [BUILD_DIR] [PODS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source hack/testenv/lib.sh
 build=${1:-build}
 pods=${2:-10000}
 
-env_out=$(hack/testenv/up.sh --nodes 1 --owner-pid $$)
+env_out=$(hack/testenv/up.sh --nodes 1 --owner-pid $$ --kubelet "$(testenv_kubelet "$build")")
 eval "$env_out"
 trap 'hack/testenv/down.sh "$TESTENV_DIR"' EXIT
 

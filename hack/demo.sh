@@ -5,9 +5,10 @@
 # Usage: hack/demo.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source hack/testenv/lib.sh
 build=${1:-build}
 
-env_out=$(hack/testenv/up.sh --nodes 3 --owner-pid $$)
+env_out=$(hack/testenv/up.sh --nodes 3 --owner-pid $$ --kubelet "$(testenv_kubelet "$build")")
 eval "$env_out"
 trap 'hack/testenv/down.sh "$TESTENV_DIR"' EXIT
 export KUBECONFIG

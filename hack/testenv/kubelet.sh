@@ -4,6 +4,10 @@
 # range, so ReplicaSets and Deployments become Available through the real controllers. Pods that
 # are being deleted are removed at once (there are no containers to stop). Nothing is executed.
 #
+# The fallback for up.sh without --kubelet: after a build, the e2e tests, demo.sh and bench.sh
+# run the C++ kubelet (test/testenv_kubelet, egress-testenv-kubelet) instead, which does the
+# same for hundreds of pods per second; this script runs one kubectl per pod.
+#
 # Usage: kubelet.sh RUN_DIR   (started by supervise.sh; N is read from RUN_DIR/nodes)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

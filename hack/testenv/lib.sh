@@ -37,3 +37,15 @@ tkubectl() {
   shift
   "$dir/bin/kubectl" --kubeconfig "$dir/kubeconfig" "$@"
 }
+
+# The test kubelet for up.sh --kubelet when the control plane is started after a build (demo.sh,
+# bench.sh): $EGRESS_TESTENV_KUBELET if set (empty means kubelet.sh), else the C++ kubelet of
+# build directory $1 if it was built, else "" (kubelet.sh).
+testenv_kubelet() {
+  local bin=$1/test/testenv_kubelet/egress-testenv-kubelet
+  if [ -n "${EGRESS_TESTENV_KUBELET+set}" ]; then
+    echo "$EGRESS_TESTENV_KUBELET"
+  elif [ -x "$bin" ]; then
+    echo "$bin"
+  fi
+}

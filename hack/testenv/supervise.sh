@@ -67,6 +67,11 @@ run_scheduler() {
     --secure-port 0 --port 0 --leader-elect=false --v 1
 }
 run_kubelet() {
+  # The C++ kubelet (test/testenv_kubelet) when up.sh was given one, as the e2e tests, demo.sh
+  # and bench.sh do after the build; the script otherwise, so up.sh alone works without a build.
+  if [ -n "${EGRESS_TESTENV_KUBELET:-}" ]; then
+    exec "$EGRESS_TESTENV_KUBELET" "$dir"
+  fi
   exec "$TESTENV_HACK_DIR/kubelet.sh" "$dir"
 }
 
@@ -124,6 +129,7 @@ fi
 
 trap 'shutdown signal' TERM INT HUP
 echo $$ >"$dir/supervisor.pid"
+tlog "test kubelet: ${EGRESS_TESTENV_KUBELET:-$TESTENV_HACK_DIR/kubelet.sh}"
 for c in "${components[@]}"; do
   start "$c"
   if [ "$c" = etcd ]; then

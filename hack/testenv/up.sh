@@ -3,10 +3,12 @@
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and a test kubelet that
 #   registers fake Nodes and runs (pretends to run) the pods scheduled to them.
 #
-# Usage: hack/testenv/up.sh [--dir DIR] [--nodes N] [--owner-pid PID]
+# Usage: hack/testenv/up.sh [--dir DIR] [--nodes N] [--owner-pid PID] [--kubelet PATH]
 #   --dir DIR        run directory to create (default: a new temp dir)
 #   --nodes N        fake nodes to register (default 2)
 #   --owner-pid PID  tear everything down when PID exits (the test binary that asked for it)
+#   --kubelet PATH   the test kubelet's binary (egress-testenv-kubelet from the build; default
+#                    $EGRESS_TESTENV_KUBELET); "" or unset: hack/testenv/kubelet.sh
 # On success prints shell assignments (TESTENV_DIR=..., KUBECONFIG=...) and exits 0 with
 # everything running under a supervisor; hack/testenv/down.sh DIR stops it and removes DIR.
 set -euo pipefail
@@ -18,11 +20,21 @@ while [ $# -gt 0 ]; do
     --dir) dir=$2; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
     --owner-pid) owner=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --kubelet) EGRESS_TESTENV_KUBELET=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 case "$nodes" in ''|*[!0-9]*) echo "up.sh: --nodes must be a number, got '$nodes'" >&2; exit 2 ;; esac
+# The supervisor (and so every restart of the kubelet) runs what this names.
+export EGRESS_TESTENV_KUBELET=${EGRESS_TESTENV_KUBELET:-}
+if [ -n "$EGRESS_TESTENV_KUBELET" ]; then
+  if [ ! -x "$EGRESS_TESTENV_KUBELET" ]; then
+    echo "up.sh: the test kubelet '$EGRESS_TESTENV_KUBELET' is not an executable (build it first)" >&2
+    exit 2
+  fi
+  EGRESS_TESTENV_KUBELET=$(readlink -f "$EGRESS_TESTENV_KUBELET")
+fi
 
 bin_src=$("$TESTENV_HACK_DIR/ensure-binaries.sh")
 if [ -z "$dir" ]; then

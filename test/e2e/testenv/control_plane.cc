@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -93,13 +94,22 @@ std::string findAssignment(const std::string& output, const std::string& key) {
   return value;
 }
 
+// The kubelet a control plane runs when its options do not say (ControlPlaneOptions::kubelet).
+std::string defaultKubelet() {
+  if (const char* fromEnv = std::getenv("EGRESS_TESTENV_KUBELET")) {
+    return fromEnv;
+  }
+  return EGRESS_TESTENV_KUBELET_BINARY;
+}
+
 }  // namespace
 
 std::unique_ptr<ControlPlane> ControlPlane::start(const ControlPlaneOptions& options,
                                                   std::string& error) {
+  const std::string kubelet = options.kubelet ? *options.kubelet : defaultKubelet();
   const auto up =
       runCommand({sourceDir() + "/hack/testenv/up.sh", "--nodes", std::to_string(options.nodes),
-                  "--owner-pid", std::to_string(getpid())});
+                  "--owner-pid", std::to_string(getpid()), "--kubelet", kubelet});
   if (!up.ok()) {
     error = "hack/testenv/up.sh failed (exit " + std::to_string(up.exitCode) + "):\n" + up.output;
     return nullptr;
@@ -113,11 +123,15 @@ std::unique_ptr<ControlPlane> ControlPlane::start(const ControlPlaneOptions& opt
     error = "hack/testenv/up.sh printed no run directory:\n" + up.output;
     return nullptr;
   }
-  return std::unique_ptr<ControlPlane>(new ControlPlane(dir, server, supervisor));
+  return std::unique_ptr<ControlPlane>(new ControlPlane(dir, server, supervisor, kubelet));
 }
 
-ControlPlane::ControlPlane(std::string dir, std::string server, int supervisorPid)
-    : dir_(std::move(dir)), server_(std::move(server)), supervisorPid_(supervisorPid) {}
+ControlPlane::ControlPlane(std::string dir, std::string server, int supervisorPid,
+                           std::string kubelet)
+    : dir_(std::move(dir)),
+      server_(std::move(server)),
+      supervisorPid_(supervisorPid),
+      kubelet_(std::move(kubelet)) {}
 
 ControlPlane::~ControlPlane() {
   stop();

@@ -2,9 +2,10 @@
 //
 // A real Kubernetes control plane on loopback for end-to-end tests: etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and the test kubelet (fake Ready nodes whose pods
-// become Running/Ready), started through hack/testenv/up.sh and owned by this process. The
-// supervisor watches this process: if it dies in any way (SIGINT, SIGKILL, a crash), every
-// component it started is stopped and the run directory removed.
+// become Running/Ready; the C++ egress-testenv-kubelet of this build unless the options or
+// EGRESS_TESTENV_KUBELET say otherwise), started through hack/testenv/up.sh and owned by this
+// process. The supervisor watches this process: if it dies in any way (SIGINT, SIGKILL, a
+// crash), every component it started is stopped and the run directory removed.
 //
 //   auto cp = ControlPlane::start({.nodes = 2});
 //   ASSERT_TRUE(cp) << cp.error();
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,9 @@ CommandResult runCommand(const std::vector<std::string>& argv,
 
 struct ControlPlaneOptions {
   int nodes = 2;
+  // The test kubelet's binary, "" for hack/testenv/kubelet.sh. Unset: EGRESS_TESTENV_KUBELET
+  // from the environment if it is set (empty: the script), else the C++ kubelet of this build.
+  std::optional<std::string> kubelet;
 };
 
 class ControlPlane {
@@ -53,6 +58,8 @@ class ControlPlane {
   const std::string& server() const { return server_; }
   // The supervisor's pid; signalling it with SIGTERM tears the control plane down.
   int supervisorPid() const { return supervisorPid_; }
+  // The test kubelet's binary, or "" when hack/testenv/kubelet.sh runs.
+  const std::string& kubelet() const { return kubelet_; }
 
   // kubectl (1.33, from the test cache) against this control plane.
   CommandResult kubectl(const std::vector<std::string>& args) const;
@@ -64,12 +71,13 @@ class ControlPlane {
   CommandResult ctl(const std::vector<std::string>& args) const;
 
  private:
-  ControlPlane(std::string dir, std::string server, int supervisorPid);
+  ControlPlane(std::string dir, std::string server, int supervisorPid, std::string kubelet);
   void stop();
 
   std::string dir_;
   std::string server_;
   int supervisorPid_;
+  std::string kubelet_;
 };
 
 // The repository root (for hack/ scripts and test data).

@@ -1,0 +1,117 @@
+#include "test/testenv_kubelet/pod_lifecycle.h"
+
+#include <algorithm>
+
+#include "pkg/apis/meta/encode.h"
+#include "test/testenv_kubelet/fake_node.h"
+
+namespace egress::testenv {
+namespace {
+
+using meta::JsonWriter;
+using meta::writeField;
+using meta::writeKey;
+
+template <class C>
+void release(C& c) {
+  C().swap(c);
+}
+
+}  // namespace
+
+PodAction nextAction(const core::Pod& pod, int nodes) {
+  if (nodeIndex(pod.spec.nodeName, nodes) == 0) {
+    return PodAction::kNone;
+  }
+  if (pod.metadata.deletionTimestamp) {
+    return PodAction::kDelete;
+  }
+  const std::string& phase = pod.status.phase;
+  if (phase == "Succeeded" || phase == "Failed") {
+    return PodAction::kNone;
+  }
+  if (phase == "Running" && core::isPodReady(pod)) {
+    return PodAction::kNone;
+  }
+  return PodAction::kRun;
+}
+
+std::string runningStatusPatch(const core::Pod& pod, std::string_view podIP,
+                               std::string_view hostIP, meta::Time now) {
+  const std::string t = meta::formatRfc3339(now);
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  w.StartObject();
+  writeKey(w, "metadata");
+  w.StartObject();
+  writeField(w, "uid", pod.metadata.uid);
+  w.EndObject();
+  writeKey(w, "status");
+  w.StartObject();
+  writeField(w, "phase", "Running");
+  writeField(w, "hostIP", hostIP);
+  writeField(w, "podIP", podIP);
+  writeKey(w, "podIPs");
+  w.StartArray();
+  w.StartObject();
+  writeField(w, "ip", podIP);
+  w.EndObject();
+  w.EndArray();
+  writeField(w, "startTime", pod.status.startTime ? meta::formatRfc3339(*pod.status.startTime) : t);
+  writeKey(w, "containerStatuses");
+  w.StartArray();
+  for (const auto& c : pod.spec.containers) {
+    w.StartObject();
+    writeField(w, "name", c.name);
+    writeField(w, "image", c.image);
+    writeField(w, "imageID", "");
+    writeField(w, "ready", true);
+    writeField(w, "started", true);
+    writeField(w, "restartCount", int32_t{0});
+    writeKey(w, "state");
+    w.StartObject();
+    writeKey(w, "running");
+    w.StartObject();
+    writeField(w, "startedAt", t);
+    w.EndObject();
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+  writeKey(w, "conditions");
+  w.StartArray();
+  for (const char* type : {"Initialized", "Ready", "ContainersReady", "PodScheduled"}) {
+    w.StartObject();
+    writeField(w, "type", type);
+    writeField(w, "status", "True");
+    writeField(w, "lastTransitionTime", t);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+void trimPod(core::Pod& pod) {
+  release(pod.metadata.labels);
+  release(pod.metadata.annotations);
+  release(pod.metadata.ownerReferences);
+  release(pod.metadata.finalizers);
+  release(pod.spec.serviceAccountName);
+  release(pod.status.podIPs);
+  release(pod.status.hostIP);
+  std::erase_if(pod.status.conditions,
+                [](const core::PodCondition& c) { return c.type != "Ready"; });
+  pod.status.conditions.shrink_to_fit();
+  // Not one of ours (the node count is not known here; any name without the prefix is not).
+  if (!pod.spec.nodeName.starts_with(kNodePrefix)) {
+    release(pod.spec.containers);
+    release(pod.status.phase);
+    release(pod.status.podIP);
+    release(pod.status.conditions);
+    pod.status.startTime.reset();
+  }
+}
+
+}  // namespace egress::testenv
