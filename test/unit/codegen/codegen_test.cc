@@ -628,5 +628,32 @@ TEST(CodegenParserTest, QuantitiesTakeNoValueMarkers) {
             "types.h banner)");
 }
 
+// Descriptions reach `kubectl explain`: they speak Kubernetes (JSON names, absent, lists), not
+// C++.
+TEST(CodegenParserTest, TheRepositoryDescriptionsHaveNoCppWords) {
+  std::ifstream in(std::string(EGRESS_SOURCE_DIR) + "/pkg/apis/networking/v1alpha1/types.h");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto r = parsePackage(text.str(), "types.h", "pkg/apis/networking/v1alpha1/types.h");
+  ASSERT_TRUE(std::holds_alternative<Package>(r)) << std::get<ParseError>(r).message;
+  int described = 0;
+  auto check = [&](const std::string& where, const std::vector<std::string>& doc) {
+    for (const auto& line : doc) {
+      ++described;
+      for (const char* word : {"std::", "optional<", "nullopt", "vector", "int32_t", "int64_t",
+                               "meta::", "C++", "struct", "bool", "operator_"}) {
+        EXPECT_EQ(line.find(word), std::string::npos) << where << ": \"" << line << "\"";
+      }
+    }
+  };
+  for (const auto& s : std::get<Package>(r).structs) {
+    check(s.name, s.doc);
+    for (const auto& f : s.fields) {
+      check(s.name + "." + f.jsonName, f.doc);
+    }
+  }
+  EXPECT_GT(described, 50);
+}
+
 }  // namespace
 }  // namespace egress::codegen
