@@ -19,6 +19,10 @@ std::string decoderOf(const TypeRef& t) {
       return "meta::decodeCondition";
     case K::Struct:
       return "decode" + t.name;
+    case K::Quantity:
+      return "meta::decodeQuantity";
+    case K::QuantityMap:
+      return "meta::decodeQuantityMap";
     default:
       return "";
   }
@@ -34,6 +38,10 @@ std::string encoderOf(const TypeRef& t) {
       return "meta::encodeCondition";
     case K::Struct:
       return "encode" + t.name;
+    case K::Quantity:
+      return "meta::encodeQuantity";
+    case K::QuantityMap:
+      return "meta::encodeQuantityMap";
     default:
       return "";
   }
@@ -41,6 +49,12 @@ std::string encoderOf(const TypeRef& t) {
 
 bool isObjectKind(K k) {
   return k == K::ObjectMeta || k == K::LabelSelector || k == K::Condition || k == K::Struct;
+}
+
+// Read with FieldReader::object and a decode function: objects, and the quantity types (a JSON
+// integer or string, a map of them), which FieldReader has no read() for.
+bool hasDecoder(K k) {
+  return isObjectKind(k) || k == K::Quantity || k == K::QuantityMap;
 }
 
 // The decoder of one item of a list of scalars other than strings (FieldReader reads lists of
@@ -116,7 +130,7 @@ void emitDecoder(std::ostringstream& o, const Struct& s) {
       // Present (even empty) is kept apart from absent; FieldReader reads the map itself.
       o << "  if (v.IsObject() && v.HasMember(" << key << ") && !v[" << key << "].IsNull()) {\n"
         << "    r.read(" << key << ", " << member << ".emplace());\n  }\n";
-    } else if (isObjectKind(t.kind)) {
+    } else if (hasDecoder(t.kind)) {
       o << "  r.object(" << key << ", " << member << ", " << decoderOf(t) << ");\n";
     } else if (t.kind == K::Optional) {
       o << "  r.object(" << key << ", " << member << ", " << decoderOf(*t.elem) << ");\n";
@@ -175,6 +189,17 @@ void emitEncoder(std::ostringstream& o, const Package& pkg, const Struct& s) {
       case K::Struct:
         o << "  meta::writeKey(w, " << key << ");\n  " << encoderOf(t) << "(w, " << member
           << ");\n";
+        break;
+      case K::Quantity:
+      case K::QuantityMap:
+        // omitempty, as for a string or a map: no text (no entries) is absent.
+        if (req) {
+          o << "  meta::writeKey(w, " << key << ");\n  " << encoderOf(t) << "(w, " << member
+            << ");\n";
+        } else {
+          o << "  if (!" << member << ".empty()) {\n    meta::writeKey(w, " << key << ");\n    "
+            << encoderOf(t) << "(w, " << member << ");\n  }\n";
+        }
         break;
       case K::Optional:
         if (t.elem->isScalar() || t.elem->kind == K::StringMap) {
@@ -279,6 +304,18 @@ void valueChecks(std::ostringstream& o, const Constraints& c, const std::string&
   }
 }
 
+// The check on one quantity `expr` (a meta::Quantity) at path expression `path`: it parses. The
+// CRD emitter writes the same check as the int-or-string schema with controller-gen's quantity
+// pattern (emit_crd.cc, quantitySchema); the parser is stricter than the pattern (no fractional
+// exponents, no magnitude above 2^63-1), never looser.
+void quantityCheck(std::ostringstream& o, const std::string& expr, const std::string& path,
+                   const std::string& indent) {
+  o << indent << "if (auto q = " << expr << ".value(); !q) {\n"
+    << indent << "  errs.push_back({" << path << ", \"Invalid value: \\\"\" + " << expr
+    << ".text() + \"\\\": \" + q.error()});\n"
+    << indent << "}\n";
+}
+
 // A C++ string expression concatenating literal text and std::string expressions (adjacent
 // literals merged, so the first `+` always has a std::string operand).
 class Concat {
@@ -377,6 +414,24 @@ bool usesTuples(const Package& pkg) {
   return false;
 }
 
+// "Required value" when `member` (a string, quantity, list or map) is empty.
+void requiredCheck(std::ostringstream& o, const std::string& member, const std::string& path) {
+  o << "  if (" << member << ".empty()) {\n    errs.push_back({" << path
+    << ", \"Required value\"});\n  }\n";
+}
+
+// Opens the block of a value that is absent when empty (omitempty): a required one that is
+// empty is an error instead. The caller writes the checks and closes the block.
+void ifSet(std::ostringstream& o, const Field& f, const std::string& member,
+           const std::string& path) {
+  if (f.required()) {
+    o << "  if (" << member << ".empty()) {\n    errs.push_back({" << path
+      << ", \"Required value\"});\n  } else {\n";
+  } else {
+    o << "  if (!" << member << ".empty()) {\n";
+  }
+}
+
 void emitValidator(std::ostringstream& o, const Package& pkg, const Struct& s) {
   o << "void validate" << s.name << "Fields(const " << s.name
     << "& v, const std::string& path, validation::FieldErrors& errs) {\n";
@@ -390,12 +445,7 @@ void emitValidator(std::ostringstream& o, const Package& pkg, const Struct& s) {
     switch (t.kind) {
       case K::String:
         // "" is absent (omitempty): only a required string must be set.
-        if (f.required()) {
-          fo << "  if (" << member << ".empty()) {\n    errs.push_back({" << p
-             << ", \"Required value\"});\n  } else {\n";
-        } else {
-          fo << "  if (!" << member << ".empty()) {\n";
-        }
+        ifSet(fo, f, member, p);
         valueChecks(fo, f.constraints, member, p, "    ");
         fo << "  }\n";
         break;
@@ -424,7 +474,30 @@ void emitValidator(std::ostringstream& o, const Package& pkg, const Struct& s) {
         } else if (t.elem->kind == K::Struct) {
           fo << "  if (" << member << ") {\n    validate" << t.elem->name << "Fields(*" << member
              << ", " << p << ", errs);\n  }\n";
+        } else if (t.elem->kind == K::Quantity) {
+          fo << "  if (" << member << ") {\n";
+          quantityCheck(fo, "(*" + member + ")", p, "    ");
+          fo << "  }\n";
+        } else if (t.elem->kind == K::QuantityMap) {
+          fo << "  if (" << member << ") {\n    for (const auto& [key, value] : *" << member
+             << ") {\n";
+          quantityCheck(fo, "value", p + " + \"[\" + key + \"]\"", "      ");
+          fo << "    }\n  }\n";
         }
+        break;
+      case K::Quantity:
+        // No text is absent (omitempty), as "" is for a string.
+        ifSet(fo, f, member, p);
+        quantityCheck(fo, member, p, "    ");
+        fo << "  }\n";
+        break;
+      case K::QuantityMap:
+        if (f.required()) {
+          requiredCheck(fo, member, p);
+        }
+        fo << "  for (const auto& [key, value] : " << member << ") {\n";
+        quantityCheck(fo, "value", p + " + \"[\" + key + \"]\"", "    ");
+        fo << "  }\n";
         break;
       case K::Struct:
         fo << "  validate" << t.name << "Fields(" << member << ", " << p << ", errs);\n";
@@ -438,8 +511,7 @@ void emitValidator(std::ostringstream& o, const Package& pkg, const Struct& s) {
         break;
       case K::Vector: {
         if (f.required()) {
-          fo << "  if (" << member << ".empty()) {\n    errs.push_back({" << p
-             << ", \"Required value\"});\n  }\n";
+          requiredCheck(fo, member, p);
         }
         // An empty list is absent (omitempty): MinItems applies to a list that is set.
         if (f.constraints.minItems) {
@@ -464,6 +536,10 @@ void emitValidator(std::ostringstream& o, const Package& pkg, const Struct& s) {
         } else if (t.elem->kind == K::Struct) {
           fo << "  for (size_t i = 0; i < " << member << ".size(); ++i) {\n    validate"
              << t.elem->name << "Fields(" << member << "[i], " << ip << ", errs);\n  }\n";
+        } else if (t.elem->kind == K::Quantity) {
+          fo << "  for (size_t i = 0; i < " << member << ".size(); ++i) {\n";
+          quantityCheck(fo, member + "[i]", ip, "    ");
+          fo << "  }\n";
         }
         if (f.listType == ListType::Set || f.listType == ListType::Map) {
           uniquenessChecks(fo, pkg, f, member, ip);

@@ -233,6 +233,24 @@ Node conditionSchema() {
   return n;
 }
 
+// A resource.Quantity as controller-gen writes it: a JSON integer or a string with the quantity
+// pattern (anchored, and linear in RE2, as the API server's CEL-free schema checks need). The
+// validation emitter checks the same with meta::parseQuantity (emit_codec.cc, quantityCheck).
+Node quantitySchema() {
+  Node n;
+  Node any = Node::seq();
+  for (const char* type : {"integer", "string"}) {
+    Node alt;
+    alt.set("type", Node::raw(type));
+    any.push(alt);
+  }
+  n.set("anyOf", any);
+  n.set("pattern", Node::str("^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+                             "([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$"));
+  n.set("x-kubernetes-int-or-string", Node::raw("true"));
+  return n;
+}
+
 void applyFormat(Node& n, Format format) {
   switch (format) {
     case Format::CIDR:
@@ -330,6 +348,12 @@ Node typeSchema(const Package& pkg, const TypeRef& t) {
       n.set("additionalProperties", v);
       break;
     }
+    case K::Quantity:
+      return quantitySchema();
+    case K::QuantityMap:
+      n.set("type", Node::raw("object"));
+      n.set("additionalProperties", quantitySchema());
+      break;
     case K::ObjectMeta:
       n.set("type", Node::raw("object"));
       break;

@@ -22,6 +22,10 @@ std::string TypeRef::cpp() const {
       return "int64_t";
     case Kind::StringMap:
       return "meta::StringMap";
+    case Kind::Quantity:
+      return "meta::Quantity";
+    case Kind::QuantityMap:
+      return "meta::QuantityMap";
     case Kind::ObjectMeta:
       return "meta::ObjectMeta";
     case Kind::LabelSelector:
@@ -374,6 +378,8 @@ class FieldResolver {
       if (m.value != "true" && m.value != "false") {
         return MarkerError{m.line, what + " is not a bool"};
       }
+    } else if (t_.kind == K::Quantity) {
+      return MarkerError{m.line, what + ": a meta::Quantity takes no default"};
     } else if (m.value != (t_.kind == K::Vector ? "[]" : "{}")) {
       return MarkerError{m.line, what + ": a " + t_.cpp() + " defaults to " +
                                      (t_.kind == K::Vector ? "[]" : "{}") + " only"};

@@ -22,6 +22,8 @@ struct TypeRef {
     Int32,
     Int64,
     StringMap,
+    Quantity,     // meta::Quantity: a JSON integer or string
+    QuantityMap,  // meta::QuantityMap: resource name -> Quantity
     ObjectMeta,
     LabelSelector,
     Condition,
@@ -37,6 +39,8 @@ struct TypeRef {
     return kind == Kind::String || kind == Kind::Bool || kind == Kind::Int32 || kind == Kind::Int64;
   }
   bool isInteger() const { return kind == Kind::Int32 || kind == Kind::Int64; }
+  // A map whose keys are strings: meta::StringMap, meta::QuantityMap.
+  bool isMap() const { return kind == Kind::StringMap || kind == Kind::QuantityMap; }
   // The type without its std::optional.
   const TypeRef& base() const { return kind == Kind::Optional ? *elem : *this; }
   // The C++ spelling, as in types.h.

@@ -272,6 +272,8 @@ class Parser {
         {"int32_t", K::Int32},
         {"int64_t", K::Int64},
         {"meta::StringMap", K::StringMap},
+        {"meta::Quantity", K::Quantity},
+        {"meta::QuantityMap", K::QuantityMap},
         {"meta::ObjectMeta", K::ObjectMeta},
         {"meta::LabelSelector", K::LabelSelector},
         {"meta::Condition", K::Condition},
@@ -286,7 +288,7 @@ class Parser {
         auto inner = parseType(t.substr(prefix.size(), t.size() - prefix.size() - 1));
         if (!inner || inner->kind == K::Optional || inner->kind == K::ObjectMeta ||
             (kind == K::Optional && inner->kind == K::Vector) ||
-            (kind == K::Vector && (inner->kind == K::Vector || inner->kind == K::StringMap))) {
+            (kind == K::Vector && (inner->kind == K::Vector || inner->isMap()))) {
           return std::nullopt;
         }
         r.kind = kind;

@@ -70,6 +70,7 @@ TEST_F(ClientsetE2E, EveryVerbOfTheTypedClientOnAClusterScopedKind) {
   pool.metadata.labels = {{"tier", "gold"}};
   pool.spec.cidrs = {"203.0.113.0/28", "2001:db8:100::/120"};
   pool.spec.exclude = {"203.0.113.1"};
+  pool.spec.namespaceSelector = meta::LabelSelector{{{"team", "gold"}}, {}};
   ASSERT_TRUE(validate(pool).empty());
   auto created = run(pools.create(pool, kube::WriteOptions()));
   ASSERT_TRUE(created) << created.error().message();
@@ -212,6 +213,45 @@ TEST_F(ClientsetE2E, NamespacedKindWithWatchInformerAndLister) {
     ioc_.run_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(factory.stopped());
+}
+
+// The allocation ledger through the status subresource: written and read back as sent, and held
+// to its shape by the schema (every entry has addresses).
+TEST_F(ClientsetE2E, TheLedgerRoundTripsThroughTheStatusSubresource) {
+  Clientset clientset(*rest_);
+  const auto policies = clientset.networkingV1alpha1().egressGatewayPolicies(ns_);
+  api::EgressGatewayPolicy policy;
+  policy.metadata.name = "ledger";
+  policy.spec.podSelector.matchLabels = {{"app", "ledger"}};
+  policy.spec.egressIP.ipFamily = "DualStack";  // no pool: the OperatorConfig's default
+  policy.spec.gateway.resources =
+      api::ResourceRequirements{{{"cpu", "1"}, {"memory", "128Mi"}}, {{"cpu", "500m"}}};
+  ASSERT_TRUE(validate(policy).empty()) << validation::join(validate(policy));
+  auto created = run(policies.create(policy, kube::WriteOptions()));
+  ASSERT_TRUE(created) << created.error().message();
+  EXPECT_EQ(created->spec, policy.spec);
+  EXPECT_FALSE(created->spec.egressIP.pool.has_value());
+
+  api::EgressGatewayPolicy withStatus = *created;
+  withStatus.status.pool = "corp";
+  withStatus.status.egressIPs = {"203.0.113.5", "2001:db8::5", "203.0.113.6", "2001:db8::6"};
+  withStatus.status.gateways = {
+      api::GatewayStatus{{"203.0.113.5", "2001:db8::5"}, "egw-ledger-0", "n1", true},
+      api::GatewayStatus{{"203.0.113.6", "2001:db8::6"}, "", "", false}};
+  withStatus.status.observedGeneration = 1;
+  auto updated = run(policies.updateStatus(withStatus, kube::WriteOptions()));
+  ASSERT_TRUE(updated) << updated.error().message();
+  EXPECT_EQ(updated->status, withStatus.status);
+  auto got = run(policies.get("ledger"));
+  ASSERT_TRUE(got) << got.error().message();
+  EXPECT_EQ(got->status, withStatus.status);
+
+  api::EgressGatewayPolicy noAddresses = *got;
+  noAddresses.status.gateways.push_back(api::GatewayStatus{});
+  auto refused = run(policies.updateStatus(noAddresses, kube::WriteOptions()));
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().isInvalid()) << refused.error().message();
+  EXPECT_THAT(refused.error().message(), HasSubstr("status.gateways"));
 }
 
 // +kubebuilder:default: the server fills in ipFamily, and the typed client decodes it.

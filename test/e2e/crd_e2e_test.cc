@@ -1,8 +1,9 @@
 // End-to-end test of the CRD manifests (manifests/, generated from
 // pkg/apis/networking/v1alpha1/types.h) against the real API server: they install and become
-// Established, every example in deploy/examples/ is accepted, every object in
-// test/testdata/invalid/ is rejected by the CRD's OpenAPI schema with the field path its
-// `# expect:` line names, and `kubectl get` shows the printer columns.
+// Established, every example in deploy/examples/ is accepted and keeps every field, every object
+// in test/testdata/invalid/ is rejected by the CRD's OpenAPI schema with the field path its
+// `# expect:` line names, quantities are integers or quantity strings, a field v1alpha1 removed
+// is pruned, `kubectl explain` shows the descriptions and `kubectl get` the printer columns.
 //
 // kubectl 1.33 and our 1.20 server: 1.20 has no server-side field validation (the fieldValidation
 // query parameter), so kubectl's default --validate=strict falls back to client-side validation
@@ -23,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "test/e2e/testenv/environment.h"
+#include <unistd.h>
 
 namespace egress::testenv {
 namespace {
@@ -82,8 +84,50 @@ std::string trimmed(std::string text) {
   return text;
 }
 
+// `text` with every run of whitespace one space (kubectl explain wraps its lines).
+std::string oneLine(const std::string& text) {
+  std::istringstream words(text);
+  std::string out;
+  for (std::string word; words >> word;) {
+    out += (out.empty() ? "" : " ") + word;
+  }
+  return out;
+}
+
 std::string baseName(const std::string& path) {
   return std::filesystem::path(path).filename().string();
+}
+
+// kubectl apply of the named files of deploy/examples/.
+void applyExamples(std::initializer_list<const char*> examples) {
+  for (const char* example : examples) {
+    auto apply =
+        controlPlane().kubectl({"apply", "-f", sourceDir() + "/deploy/examples/" + example});
+    ASSERT_TRUE(apply.ok()) << example << ":\n" << apply.output;
+  }
+}
+
+// A policy `name` in namespace default with `spec` (YAML lines indented by two), in a file of
+// its own for kubectl -f; the caller removes it.
+std::string writePolicy(const std::string& name, const std::string& spec) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("crd_e2e_" + std::to_string(::getpid()) + "_" + name + ".yaml");
+  std::ofstream(path) << "apiVersion: networking.egressgateway.dev/v1alpha1\n"
+                      << "kind: EgressGatewayPolicy\n"
+                      << "metadata:\n  name: " << name << "\n  namespace: default\n"
+                      << "spec:\n"
+                      << spec;
+  return path.string();
+}
+
+// `kubectl get` of one field of an object, by JSONPath.
+std::string field(const std::vector<std::string>& object, const std::string& jsonPath) {
+  std::vector<std::string> args = {"get"};
+  args.insert(args.end(), object.begin(), object.end());
+  args.insert(args.end(), {"-o", "jsonpath={" + jsonPath + "}"});
+  auto out = controlPlane().kubectl(args);
+  EXPECT_TRUE(out.ok()) << out.output;
+  return out.output;
 }
 
 // Applies manifests/ and waits until every CRD is Established; once per test binary.
@@ -153,6 +197,95 @@ TEST(Crd, EveryExampleApplies) {
   }
 }
 
+// What the schema would prune if it lacked a field: every new field of the examples survives.
+TEST(Crd, ExamplesKeepEveryField) {
+  ASSERT_NO_FATAL_FAILURE(installCrds());
+  ASSERT_NO_FATAL_FAILURE(applyExamples(
+      {"ipampool-team-payments.yaml", "operatorconfig.yaml", "policy-default-pool.yaml"}));
+  EXPECT_EQ(field({"ipp", "egress-payments"}, ".spec.namespaceSelector.matchLabels.team"),
+            "payments");
+  EXPECT_EQ(
+      field({"ipp", "egress-payments"}, ".spec.namespaceSelector.matchExpressions[0].operator"),
+      "DoesNotExist");
+  EXPECT_EQ(field({"eoc", "default"}, ".spec.clusterCIDRs"),
+            R"(["10.244.0.0/16","10.96.0.0/12","fd00:10:244::/56","fd00:10:96::/112"])");
+  const std::vector<std::string> policy = {"-n", "default", "egp", "batch-exports"};
+  EXPECT_EQ(field(policy, ".spec.egressIP"), R"({"ipFamily":"IPv4"})") << "no pool";
+  EXPECT_EQ(field(policy, ".spec.gateway.resources.limits.cpu"), "1");
+  EXPECT_EQ(field(policy, ".spec.gateway.resources.requests.cpu"), "500m");
+  EXPECT_EQ(field(policy, ".spec.gateway.tolerations[1].tolerationSeconds"), "30");
+}
+
+// int-or-string: a YAML integer stays an integer, a quantity string a string; both are stored.
+TEST(Crd, QuantitiesAreIntegersOrQuantityStrings) {
+  ASSERT_NO_FATAL_FAILURE(installCrds());
+  auto& cp = controlPlane();
+  const std::string file = writePolicy("quantities", R"(  podSelector: {}
+  egressIP: {}
+  gateway:
+    resources:
+      limits: {cpu: 1, memory: 128Mi, ephemeral-storage: "2Gi", example.com/foo: 2}
+      requests: {cpu: "0.5", memory: 1e3, ephemeral-storage: ".5"}
+)");
+  auto apply = cp.kubectl({"apply", "-f", file});
+  ASSERT_TRUE(apply.ok()) << apply.output;
+  const std::vector<std::string> policy = {"-n", "default", "egp", "quantities"};
+  EXPECT_EQ(field(policy, ".spec.gateway.resources.limits"),
+            R"({"cpu":1,"ephemeral-storage":"2Gi","example.com/foo":2,"memory":"128Mi"})");
+  EXPECT_EQ(field(policy, ".spec.gateway.resources.requests"),
+            R"({"cpu":"0.5","ephemeral-storage":".5","memory":1000})")
+      << "1e3 is a YAML float, an integral one: the server takes it as an integer";
+  cp.kubectl({"delete", "-f", file});
+  std::filesystem::remove(file);
+}
+
+// v1alpha1 dropped a policy's namespaceSelector (a policy selects pods of its own namespace):
+// kubectl's validation names the unknown field, and the API server prunes it.
+TEST(Crd, ThePolicyNamespaceSelectorIsGone) {
+  ASSERT_NO_FATAL_FAILURE(installCrds());
+  auto& cp = controlPlane();
+  const std::string file =
+      writePolicy("namespace-selector", R"(  podSelector: {matchLabels: {app: web}}
+  namespaceSelector: {matchLabels: {team: payments}}
+  egressIP: {pool: egress-ipv4}
+)");
+  auto strict = cp.kubectl({"create", "-f", file});
+  EXPECT_FALSE(strict.ok()) << strict.output;
+  EXPECT_THAT(strict.output, HasSubstr("namespaceSelector"));
+  auto lax = cp.kubectl({"create", "--validate=false", "-f", file});
+  ASSERT_TRUE(lax.ok()) << lax.output;
+  const std::string spec = field({"-n", "default", "egp", "namespace-selector"}, ".spec");
+  EXPECT_THAT(spec, HasSubstr(R"("podSelector":{"matchLabels":{"app":"web"}})"));
+  EXPECT_THAT(spec, ::testing::Not(HasSubstr("namespaceSelector"))) << spec;
+  cp.kubectl({"delete", "-f", file});
+  std::filesystem::remove(file);
+}
+
+// The descriptions users read, from the server's OpenAPI.
+TEST(Crd, ExplainShowsTheDescriptions) {
+  ASSERT_NO_FATAL_FAILURE(installCrds());
+  auto& cp = controlPlane();
+  // The server publishes a new CRD's OpenAPI a moment after it is Established.
+  CommandResult pool;
+  for (int i = 0; i < 60; ++i) {
+    pool = cp.kubectl({"explain", "egp.spec.egressIP.pool"});
+    if (pool.ok()) {
+      break;
+    }
+    ::sleep(1);
+  }
+  ASSERT_TRUE(pool.ok()) << pool.output;
+  EXPECT_THAT(oneLine(pool.output), HasSubstr("absent: the OperatorConfig's spec.defaultPool"));
+  EXPECT_THAT(oneLine(pool.output), HasSubstr("status.pool records the pool in use"));
+  auto ledger = cp.kubectl({"explain", "egp.status.gateways"});
+  ASSERT_TRUE(ledger.ok()) << ledger.output;
+  EXPECT_THAT(ledger.output, HasSubstr("egressIPs"));
+  EXPECT_THAT(oneLine(ledger.output), HasSubstr("one entry per gateway replica slot"));
+  for (const auto& out : {pool.output, ledger.output}) {
+    EXPECT_THAT(out, ::testing::Not(HasSubstr("std::")));
+  }
+}
+
 TEST(Crd, EveryInvalidObjectIsRejectedBySchema) {
   ASSERT_NO_FATAL_FAILURE(installCrds());
   auto& cp = controlPlane();
@@ -185,11 +318,8 @@ TEST(Crd, EveryInvalidObjectIsRejectedBySchema) {
 TEST(Crd, GetShowsPrinterColumns) {
   ASSERT_NO_FATAL_FAILURE(installCrds());
   auto& cp = controlPlane();
-  for (const char* example :
-       {"ipampool-ipv4.yaml", "policy-ipv4-pool.yaml", "operatorconfig.yaml"}) {
-    auto apply = cp.kubectl({"apply", "-f", sourceDir() + "/deploy/examples/" + example});
-    ASSERT_TRUE(apply.ok()) << example << ":\n" << apply.output;
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      applyExamples({"ipampool-ipv4.yaml", "policy-ipv4-pool.yaml", "operatorconfig.yaml"}));
 
   auto pools = cp.kubectl({"get", "ipp"});
   ASSERT_TRUE(pools.ok()) << pools.output;

@@ -549,5 +549,111 @@ struct Routes {
   EXPECT_THAT(vc, HasSubstr("value != \"10.0.0.0/8\""));
 }
 
+// meta::Quantity and meta::QuantityMap: the grammar takes them plain, optional and (a quantity)
+// in lists; the CRD declares each quantity int-or-string with the quantity pattern, and the
+// validator parses it.
+TEST(CodegenEmitTest, QuantitiesAreIntOrStringInTheCrdAndParsedByTheValidator) {
+  auto r = parse(R"(
+// +genclient
+// +kubebuilder:resource:scope=Namespaced
+struct Box {
+  meta::ObjectMeta metadata;
+  // +required
+  meta::Quantity size;
+  std::optional<meta::Quantity> burst;
+  std::vector<meta::Quantity> steps;
+  // Limits.
+  meta::QuantityMap limits;
+  std::optional<meta::QuantityMap> requests;
+};
+)");
+  ASSERT_TRUE(std::holds_alternative<Package>(r)) << std::get<ParseError>(r).message;
+  const auto& pkg = std::get<Package>(r);
+  const auto& box = *pkg.find("Box");
+  EXPECT_EQ(box.fields[1].type.kind, TypeRef::Kind::Quantity);
+  EXPECT_EQ(box.fields[3].type.cpp(), "std::vector<meta::Quantity>");
+  EXPECT_EQ(box.fields[5].type.cpp(), "std::optional<meta::QuantityMap>");
+
+  const YAML::Node crd = YAML::Load(emitCrds(pkg, "m").at("m/example.dev_boxes.yaml"));
+  const auto props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
+  for (const YAML::Node& q :
+       {props["size"], props["burst"], props["steps"]["items"],
+        props["limits"]["additionalProperties"], props["requests"]["additionalProperties"]}) {
+    ASSERT_TRUE(q.IsMap());
+    EXPECT_FALSE(q["type"]) << "int-or-string has no type";
+    EXPECT_EQ(q["x-kubernetes-int-or-string"].as<bool>(), true);
+    ASSERT_EQ(q["anyOf"].size(), 2u);
+    EXPECT_EQ(q["anyOf"][0]["type"].as<std::string>(), "integer");
+    EXPECT_EQ(q["anyOf"][1]["type"].as<std::string>(), "string");
+    EXPECT_EQ(q["pattern"].as<std::string>(),
+              "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?"
+              "(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$");
+  }
+  EXPECT_EQ(props["limits"]["type"].as<std::string>(), "object");
+  EXPECT_EQ(props["limits"]["description"].as<std::string>(), "Limits.");
+  EXPECT_EQ(
+      crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["required"][0].as<std::string>(),
+      "size");
+
+  const auto code = emitCodecs(pkg, "pkg/apis/example/v1");
+  const std::string& cc = code.at("pkg/apis/example/v1/zz_generated.codec.cc");
+  EXPECT_THAT(cc, HasSubstr("r.object(\"limits\", out.limits, meta::decodeQuantityMap);"));
+  EXPECT_THAT(cc, HasSubstr("r.list(\"steps\", out.steps, meta::decodeQuantity);"));
+  EXPECT_THAT(cc, HasSubstr("meta::encodeQuantity(w, *v.burst);"));
+  const std::string& vc = code.at("pkg/apis/example/v1/zz_generated.validation.cc");
+  EXPECT_THAT(vc, HasSubstr("if (auto q = v.size.value(); !q) {"));
+  EXPECT_THAT(vc, HasSubstr("if (auto q = (*v.burst).value(); !q) {"));
+  EXPECT_THAT(vc, HasSubstr("if (auto q = v.steps[i].value(); !q) {"));
+  EXPECT_THAT(vc, HasSubstr("for (const auto& [key, value] : *v.requests) {"));
+}
+
+TEST(CodegenParserTest, QuantitiesTakeNoValueMarkers) {
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:MaxLength=5\n  meta::Quantity a;"),
+            "types.h:5: +MaxLength applies to a string, not meta::Quantity");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:Pattern=^1$\n  meta::Quantity a;"),
+            "types.h:5: +Pattern applies to a string, not meta::Quantity");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:items:Pattern=^1$\n  meta::QuantityMap a;"),
+            "types.h:5: +items:Pattern applies to the items of a list or map of strings, not "
+            "meta::QuantityMap");
+  EXPECT_EQ(fieldError("  // +kubebuilder:validation:items:MaxLength=3\n"
+                       "  std::vector<meta::Quantity> a;"),
+            "types.h:5: +items:MaxLength applies to the items of a list or map of strings, not "
+            "std::vector<meta::Quantity>");
+  EXPECT_EQ(fieldError("  // +listType=set\n  std::vector<meta::Quantity> a;"),
+            "types.h:5: +listType=set needs a list of strings, integers or booleans");
+  EXPECT_EQ(fieldError("  // +kubebuilder:default=1\n  meta::Quantity a;"),
+            "types.h:5: +kubebuilder:default=1: a meta::Quantity takes no default");
+  EXPECT_EQ(fieldError("  std::vector<meta::QuantityMap> xs;"),
+            "types.h:5: unknown type 'std::vector<meta::QuantityMap>' (see the grammar in the "
+            "types.h banner)");
+}
+
+// Descriptions reach `kubectl explain`: they speak Kubernetes (JSON names, absent, lists), not
+// C++.
+TEST(CodegenParserTest, TheRepositoryDescriptionsHaveNoCppWords) {
+  std::ifstream in(std::string(EGRESS_SOURCE_DIR) + "/pkg/apis/networking/v1alpha1/types.h");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto r = parsePackage(text.str(), "types.h", "pkg/apis/networking/v1alpha1/types.h");
+  ASSERT_TRUE(std::holds_alternative<Package>(r)) << std::get<ParseError>(r).message;
+  int described = 0;
+  auto check = [&](const std::string& where, const std::vector<std::string>& doc) {
+    for (const auto& line : doc) {
+      ++described;
+      for (const char* word : {"std::", "optional<", "nullopt", "vector", "int32_t", "int64_t",
+                               "meta::", "C++", "struct", "bool", "operator_"}) {
+        EXPECT_EQ(line.find(word), std::string::npos) << where << ": \"" << line << "\"";
+      }
+    }
+  };
+  for (const auto& s : std::get<Package>(r).structs) {
+    check(s.name, s.doc);
+    for (const auto& f : s.fields) {
+      check(s.name + "." + f.jsonName, f.doc);
+    }
+  }
+  EXPECT_GT(described, 50);
+}
+
 }  // namespace
 }  // namespace egress::codegen

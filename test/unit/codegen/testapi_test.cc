@@ -246,6 +246,7 @@ class Parity {
         walkType(*t.base().elem, schema["items"], child(path, {Step::Type::Index, "", 0}));
         return;
       case TypeRef::Kind::StringMap:
+      case TypeRef::Kind::QuantityMap:
         visit(schema, path, false);
         if (v->MemberCount() == 0) {
           failures_.push_back("the sample's " + text(path) + " is empty");
@@ -277,7 +278,7 @@ class Parity {
           typeCheck(value.as<std::string>(), path);
         }
       } else if (!foreign && !isSkipped(key)) {
-        constraint(key, value, path);
+        constraint(schema, key, value, path);
       }
     }
   }
@@ -311,7 +312,12 @@ class Parity {
                   {kMessages.at(type)});
   }
 
-  void constraint(const std::string& key, const YAML::Node& value, const Path& path) {
+  // One keyword of `schema`.
+  void constraint(const YAML::Node& schema, const std::string& key, const YAML::Node& value,
+                  const Path& path) {
+    // A quantity (int-or-string): its pattern is checked by meta::parseQuantity, and its type
+    // by the decoder.
+    const bool quantity = schema["x-kubernetes-int-or-string"].IsDefined();
     auto setString = [&](const std::string& s) {
       return [s, path](rapidjson::Document& d) { find(d, path)->SetString(s, d.GetAllocator()); };
     };
@@ -335,6 +341,16 @@ class Parity {
       } else {
         failures_.push_back(text(path) + ": no parity check for format " + f);
       }
+    } else if (key == "anyOf" && quantity) {
+      expectRefused(path, key + " (integer or string)",
+                    [&](rapidjson::Document& d) { find(d, path)->SetBool(true); },
+                    {"expected integer or string"});
+    } else if (key == "x-kubernetes-int-or-string") {
+      // A number that is not an integer is neither.
+      expectRefused(path, key, [&](rapidjson::Document& d) { find(d, path)->SetDouble(1.5); },
+                    {"expected integer or string"});
+      expectRefused(path, key, [&](rapidjson::Document& d) { find(d, path)->SetObject(); },
+                    {"expected integer or string"});
     } else if (key == "anyOf") {
       expectRefused(path, key, setString("not-an-address"), {"is not an IP address"});
     } else if (key == "enum") {
@@ -354,7 +370,14 @@ class Parity {
         }
       }
       ASSERT_NE(bad, "") << "no string breaks " << value.as<std::string>();
-      expectRefused(path, key, setString(bad), {"should match"});
+      if (quantity) {
+        const std::string message = "quantities must match the regular expression";
+        expectRefused(path, key, setString(bad), {message});
+        ASSERT_FALSE(std::regex_search("1.5.5", re));
+        expectRefused(path, key, setString("1.5.5"), {message});
+      } else {
+        expectRefused(path, key, setString(bad), {"should match"});
+      }
     } else if (key == "minimum") {
       // Not 0, which a plain integer uses for "absent".
       const int64_t below = value.as<int64_t>() - 1;
@@ -464,6 +487,57 @@ TEST(TestApiTest, EveryCrdConstraintIsCheckedByValidate) {
   // Not vacuous: every marker of the test package yields checks.
   EXPECT_GE(checks, 100);
   std::printf("%d constraints checked\n", checks);
+}
+
+// The quantity pattern in the CRDs (the API server's check) and meta::parseQuantity (ours) over
+// every string of up to 4 characters from the quantity alphabet, and some longer ones: the
+// parser never accepts what the pattern refuses, and refuses what the pattern accepts only for
+// the documented reasons (a fractional exponent, an exponent outside int32 as apimachinery, a
+// magnitude above 2^63-1).
+TEST(TestApiTest, TheQuantityParserIsNeverLooserThanTheCrdPattern) {
+  const YAML::Node schema = schemaOf(kinds()[0]);
+  const YAML::Node limits =
+      schema["properties"]["spec"]["properties"]["maps"]["properties"]["limits"];
+  const std::regex pattern(limits["additionalProperties"]["pattern"].as<std::string>(),
+                           std::regex::ECMAScript);
+  const std::string alphabet = "019.+-eEKMim ";
+  std::vector<std::string> inputs = {
+      "1e1.5",  "1E.5",  "9223372036854775808",  "8Ei", "1e19",  "128Mi", "0.5",          "500.1m",
+      "+.5e-3", "1.e+2", "18446744073709551616", "1Pi", "1.5.5", "0x1",   "1e9999999999", "1ki"};
+  std::vector<std::string> level = {""};
+  for (int len = 1; len <= 4; ++len) {
+    std::vector<std::string> next;
+    for (const auto& prefix : level) {
+      for (char c : alphabet) {
+        next.push_back(prefix + c);
+      }
+    }
+    inputs.insert(inputs.end(), next.begin(), next.end());
+    level = std::move(next);
+  }
+  int accepted = 0;
+  int stricter = 0;
+  for (const auto& text : inputs) {
+    const bool matches = std::regex_search(text, pattern);
+    auto parsed = meta::parseQuantity(text);
+    if (parsed) {
+      ++accepted;
+      EXPECT_TRUE(matches) << "'" << text << "' parses but the CRD refuses it";
+    } else if (matches) {
+      ++stricter;
+      const size_t e = text.find_first_of("eE");
+      const bool fractionalExponent =
+          e != std::string::npos && text.find('.', e) != std::string::npos;
+      const bool hugeExponent = e != std::string::npos && text.size() - e > 10 &&
+                                parsed.error().find("suffix") != std::string::npos;
+      EXPECT_TRUE(fractionalExponent || hugeExponent ||
+                  parsed.error().find("too large") != std::string::npos)
+          << "'" << text << "' matches the CRD's pattern but: " << parsed.error();
+    }
+  }
+  EXPECT_GT(accepted, 500);
+  std::printf("%zu texts: %d quantities, %d that only the CRD's pattern accepts\n", inputs.size(),
+              accepted, stricter);
 }
 
 TEST(TestApiTest, ValidationMessagesNameTheFieldAndTheRule) {

@@ -9,9 +9,17 @@
 //     above it become its description in the CRD schema.
 //   - A field is `Type name;` (a trailing `_` is dropped from the JSON name, for C++ keywords);
 //     types: std::string, bool, int32_t, int64_t, std::optional<T>, std::vector<T>,
-//     meta::StringMap, meta::ObjectMeta, meta::LabelSelector, meta::Condition, or a struct above.
+//     meta::StringMap, meta::Quantity, meta::QuantityMap, meta::ObjectMeta, meta::LabelSelector,
+//     meta::Condition, or a struct above.
+//   - meta::Quantity is a resource.Quantity ("500m", "128Mi", or a JSON integer), kept as the
+//     text given; meta::QuantityMap maps resource names to quantities (a container's requests
+//     and limits). The CRD declares each quantity int-or-string with controller-gen's quantity
+//     pattern, and validation parses it (meta::parseQuantity in pkg/apis/meta/quantity.h). No
+//     validation marker applies to them.
 //   - `+required` marks required fields; every other field is optional and omitted from JSON when
 //     empty (Go's omitempty); std::optional keeps "absent" apart from zero.
+//   - Comment lines become the field's description in `kubectl explain`: write them for
+//     Kubernetes users (JSON names, "absent", "list"), never in C++ terms.
 //   - Validation markers are kubebuilder's (Minimum, Maximum, MinLength, MaxLength, MinItems,
 //     MaxItems, Pattern, Enum, Format, items:*, XValidation, default). Formats: cidr, ipv4, ipv6,
 //     ip (either family), ip-or-cidr.
@@ -34,6 +42,7 @@
 #include "pkg/apis/meta/decode.h"
 #include "pkg/apis/meta/label_selector.h"
 #include "pkg/apis/meta/object_meta.h"
+#include "pkg/apis/meta/quantity.h"
 
 namespace egress::networking::v1alpha1 {
 
@@ -71,6 +80,9 @@ struct IPAMPoolSpec {
   std::vector<std::string> exclude;
   // True keeps existing allocations but makes no new ones (to drain a pool).
   bool disabled = false;
+  // The namespaces whose policies may allocate from this pool; absent: every namespace. A policy
+  // in a namespace it does not select gets condition IPAllocated=False, reason PoolNotAllowed.
+  std::optional<meta::LabelSelector> namespaceSelector;
 
   bool operator==(const IPAMPoolSpec&) const = default;
 };
@@ -117,25 +129,27 @@ struct IPAMPool {
 // EgressGatewayPolicy
 
 // EgressIPSpec says which source IPs the policy's traffic leaves with.
-// +kubebuilder:validation:XValidation:rule=has(self.pool) || (has(self.addresses) && size(self.addresses) > 0),message=set pool, addresses or both
 // +kubebuilder:validation:XValidation:rule=!has(oldSelf.pool) || (has(self.pool) && self.pool == oldSelf.pool),message=pool is immutable
 // +kubebuilder:validation:XValidation:rule=(has(self.ipFamily) && self.ipFamily != 'IPv4') || !has(self.addresses) || self.addresses.all(a, !a.contains(':')),message=ipFamily IPv4 (the default) takes IPv4 addresses only
 // +kubebuilder:validation:XValidation:rule=!has(self.ipFamily) || self.ipFamily != 'IPv6' || !has(self.addresses) || self.addresses.all(a, a.contains(':')),message=ipFamily IPv6 takes IPv6 addresses only
 // +kubebuilder:validation:XValidation:rule=!has(self.ipFamily) || self.ipFamily != 'DualStack' || !has(self.addresses) || self.addresses.filter(a, a.contains(':')).size() * 2 == self.addresses.size(),message=ipFamily DualStack takes as many IPv4 as IPv6 addresses
 struct EgressIPSpec {
-  // The IPAMPool to allocate from (and that explicit addresses must belong to). Immutable: a
-  // policy keeps its addresses for life. (std::optional: "" is present, and invalid.)
+  // The IPAMPool the policy's egress IPs come from; absent: the OperatorConfig's
+  // spec.defaultPool. Explicit addresses must lie inside this pool. Once set, the pool cannot be
+  // changed or removed: a policy keeps its addresses for life. status.pool records the pool in
+  // use.
   // +kubebuilder:validation:MinLength=1
   // +kubebuilder:validation:MaxLength=253
   // +kubebuilder:validation:Pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
   std::optional<std::string> pool;
-  // Explicit egress IPs, one per gateway replica; empty: allocate from the pool.
+  // Explicit egress IPs, one per gateway replica (one of each family per replica for
+  // DualStack), each inside the pool; absent: the operator allocates them from the pool.
   // +listType=set
   // +kubebuilder:validation:MaxItems=64
   // +kubebuilder:validation:items:Format=ip
   // +kubebuilder:validation:items:MaxLength=39
   std::vector<std::string> addresses;
-  // IPv4 (default), IPv6, or DualStack (one address of each family per replica).
+  // IPv4 (the default), IPv6, or DualStack (one address of each family per replica).
   // +kubebuilder:validation:Enum=IPv4;IPv6;DualStack
   // +kubebuilder:default=IPv4
   std::string ipFamily;
@@ -143,51 +157,56 @@ struct EgressIPSpec {
   bool operator==(const EgressIPSpec&) const = default;
 };
 
-// Toleration is a core/v1 Toleration for the gateway pods.
+// Toleration is a core/v1 Toleration of the gateway pods, checked as the API server checks a
+// pod's.
 struct Toleration {
-  // The taint key; empty with operator Exists matches every taint.
-  // +kubebuilder:validation:MaxLength=316
+  // The taint key, a qualified name (example.com/dedicated); absent with operator Exists
+  // tolerates every taint.
+  // +kubebuilder:validation:MaxLength=317
   std::string key;
-  // Exists or Equal (default).
+  // Exists or Equal (the default).
   // +kubebuilder:validation:Enum=Exists;Equal
   std::string operator_;
-  // The taint value for operator Equal.
+  // The taint value for operator Equal, a label value; absent for operator Exists.
   // +kubebuilder:validation:MaxLength=63
   std::string value;
-  // NoSchedule, PreferNoSchedule or NoExecute; empty matches all.
+  // NoSchedule, PreferNoSchedule or NoExecute; absent: every effect.
   // +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute
   std::string effect;
-  // For NoExecute: how long the pod stays bound after the taint appears.
+  // Seconds the pod stays bound after a NoExecute taint appears (effect must be NoExecute);
+  // absent: forever.
   std::optional<int64_t> tolerationSeconds;
 
   bool operator==(const Toleration&) const = default;
 };
 
-// ResourceRequirements are the gateway container's requests and limits, as quantity strings
-// ("100m", "128Mi").
+// ResourceRequirements are the gateway container's requests and limits, as in a pod: resource
+// names (cpu, memory, ephemeral-storage, hugepages-2Mi, example.com/foo) to quantities (1,
+// "0.5", "500m", "128Mi", "2Gi", "1e3").
 struct ResourceRequirements {
-  // +kubebuilder:validation:items:Pattern=^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$
-  meta::StringMap limits;
-  // +kubebuilder:validation:items:Pattern=^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$
-  meta::StringMap requests;
+  // The most the container may use of each resource.
+  meta::QuantityMap limits;
+  // What the container is guaranteed of each resource; each at most its limit.
+  meta::QuantityMap requests;
 
   bool operator==(const ResourceRequirements&) const = default;
 };
 
 // GatewaySpec shapes the gateway Deployment (egw-<policy>).
 struct GatewaySpec {
-  // Gateway pods, each holding one egress IP (per family). Default: OperatorConfig's, else 2.
+  // Gateway pods, each holding one egress IP (one of each family for DualStack); absent: the
+  // OperatorConfig's spec.gatewayDefaults.replicas, else 2.
   // +kubebuilder:validation:Minimum=1
   // +kubebuilder:validation:Maximum=64
   std::optional<int32_t> replicas;
-  // Nodes the gateway pods may run on.
+  // Labels of the nodes the gateway pods may run on (keys qualified names, values label values).
   meta::StringMap nodeSelector;
   // Taints the gateway pods tolerate.
   // +kubebuilder:validation:MaxItems=32
   std::vector<Toleration> tolerations;
   // The gateway container's requests and limits.
   std::optional<ResourceRequirements> resources;
-  // The gateway pods' PriorityClass.
+  // The gateway pods' PriorityClass (a DNS subdomain).
   // +kubebuilder:validation:MaxLength=253
   // +kubebuilder:validation:Pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
   std::string priorityClassName;
@@ -195,19 +214,21 @@ struct GatewaySpec {
   bool operator==(const GatewaySpec&) const = default;
 };
 
-// EgressGatewayPolicySpec selects source pods and the gateway their traffic leaves through.
+// EgressGatewayPolicySpec selects source pods of the policy's namespace and the gateway their
+// traffic leaves through.
 struct EgressGatewayPolicySpec {
-  // The source pods.
+  // The source pods, in the policy's own namespace only.
   // +required
   meta::LabelSelector podSelector;
-  // Namespaces the source pods may be in; absent: only the policy's own namespace.
-  std::optional<meta::LabelSelector> namespaceSelector;
-  // Destinations that leave through the gateway; empty: everything outside the cluster.
+  // Destination networks whose traffic leaves through the gateway, of the policy's IP family
+  // (either family for DualStack); absent: everything outside the cluster. The cluster's own
+  // CIDRs (OperatorConfig spec.clusterCIDRs) never do.
   // +kubebuilder:validation:MaxItems=64
   // +kubebuilder:validation:items:Format=cidr
   // +kubebuilder:validation:items:MaxLength=43
   std::vector<std::string> destinationCIDRs;
-  // Destinations that never do, even inside destinationCIDRs.
+  // Destination networks that never leave through the gateway, even inside destinationCIDRs;
+  // of the policy's IP family, as destinationCIDRs.
   // +kubebuilder:validation:MaxItems=64
   // +kubebuilder:validation:items:Format=cidr
   // +kubebuilder:validation:items:MaxLength=43
@@ -221,12 +242,23 @@ struct EgressGatewayPolicySpec {
   bool operator==(const EgressGatewayPolicySpec&) const = default;
 };
 
-// GatewayStatus is one gateway pod and the egress IP it holds.
+// GatewayStatus is one entry of the policy's allocation ledger: the egress IPs of one gateway
+// replica slot, and the gateway pod that holds them.
 struct GatewayStatus {
+  // The slot's egress IPs: one IPv4 and/or one IPv6 address.
   // +required
+  // +kubebuilder:validation:MinItems=1
+  // +kubebuilder:validation:MaxItems=2
+  // +kubebuilder:validation:items:Format=ip
+  // +kubebuilder:validation:items:MaxLength=39
+  std::vector<std::string> egressIPs;
+  // The gateway pod that holds these addresses; absent until one does.
+  // +kubebuilder:validation:MaxLength=253
   std::string pod;
+  // The node that pod runs on.
+  // +kubebuilder:validation:MaxLength=253
   std::string node;
-  std::string egressIP;
+  // Whether that pod is Ready.
   bool ready = false;
 
   bool operator==(const GatewayStatus&) const = default;
@@ -234,9 +266,19 @@ struct GatewayStatus {
 
 // EgressGatewayPolicyStatus is what the operator did for the policy.
 struct EgressGatewayPolicyStatus {
-  // The allocation ledger: the policy's egress IPs, sticky for its lifetime.
+  // The IPAMPool the ledger's addresses are allocated from: spec.egressIP.pool, or the
+  // OperatorConfig's spec.defaultPool when the policy first got addresses; absent if the policy
+  // holds only explicit addresses outside every pool. Sticky: it never changes while the ledger
+  // holds addresses, whatever the spec says later.
+  // +kubebuilder:validation:MaxLength=253
+  std::string pool;
+  // Every address of the ledger (gateways[*].egressIPs), in ledger order.
+  // +kubebuilder:validation:MaxItems=128
+  // +kubebuilder:validation:items:Format=ip
+  // +kubebuilder:validation:items:MaxLength=39
   std::vector<std::string> egressIPs;
-  // The gateway pods.
+  // The allocation ledger, one entry per gateway replica slot, in order.
+  // +kubebuilder:validation:MaxItems=64
   std::vector<GatewayStatus> gateways;
   // Source pods the policy selects.
   int32_t selectedPods = 0;
@@ -255,7 +297,7 @@ struct EgressGatewayPolicyStatus {
 // +genclient
 // +kubebuilder:resource:scope=Namespaced,shortName=egp,categories=egress
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name=Pool,type=string,JSONPath=.spec.egressIP.pool
+// +kubebuilder:printcolumn:name=Pool,type=string,JSONPath=.status.pool
 // +kubebuilder:printcolumn:name=Egress-IPs,type=string,JSONPath=.status.egressIPs
 // +kubebuilder:printcolumn:name=Pods,type=integer,JSONPath=.status.selectedPods
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=.status.conditions[?(@.type=="Ready")].status
@@ -279,22 +321,34 @@ struct OperatorConfigSpec {
   // +kubebuilder:validation:MinLength=1
   // +kubebuilder:validation:MaxLength=512
   std::string gatewayImage;
-  // The pool of policies that name none.
+  // The IPAMPool of policies whose spec.egressIP.pool is absent.
   // +kubebuilder:validation:MaxLength=253
   // +kubebuilder:validation:Pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
   std::string defaultPool;
   // Gateway settings of policies that set none.
   std::optional<GatewaySpec> gatewayDefaults;
+  // The cluster's pod and service CIDRs, both families (e.g. 10.244.0.0/16, 10.96.0.0/12,
+  // fd00:10:244::/56): always excluded from what gateways are told to route, whatever a
+  // policy's destinationCIDRs say.
+  // +kubebuilder:validation:MaxItems=32
+  // +kubebuilder:validation:items:Format=cidr
+  // +kubebuilder:validation:items:MaxLength=43
+  std::vector<std::string> clusterCIDRs;
 
   bool operator==(const OperatorConfigSpec&) const = default;
 };
 
 // OperatorConfigStatus summarises the operator's state.
 struct OperatorConfigStatus {
+  // EgressGatewayPolicies in the cluster.
   int32_t policies = 0;
+  // Those of them with condition Ready=True.
   int32_t readyPolicies = 0;
+  // IPAMPools in the cluster.
   int32_t pools = 0;
+  // The spec generation this status describes.
   int64_t observedGeneration = 0;
+  // The operator's own conditions.
   // +listType=map
   // +listMapKey=type
   std::vector<meta::Condition> conditions;

@@ -27,6 +27,7 @@ meta::Decoded<IPAMPoolSpec> decodeIPAMPoolSpec(const rapidjson::Value& v) {
   r.read("cidrs", out.cidrs);
   r.read("exclude", out.exclude);
   r.read("disabled", out.disabled);
+  r.object("namespaceSelector", out.namespaceSelector, meta::decodeLabelSelector);
   return r.finish(std::move(out));
 }
 
@@ -36,6 +37,10 @@ void encodeIPAMPoolSpec(meta::JsonWriter& w, const IPAMPoolSpec& v) {
   meta::writeFieldIfSet(w, "exclude", v.exclude);
   if (v.disabled) {
     meta::writeField(w, "disabled", true);
+  }
+  if (v.namespaceSelector) {
+    meta::writeKey(w, "namespaceSelector");
+    meta::encodeLabelSelector(w, *v.namespaceSelector);
   }
   w.EndObject();
 }
@@ -140,15 +145,21 @@ void encodeToleration(meta::JsonWriter& w, const Toleration& v) {
 meta::Decoded<ResourceRequirements> decodeResourceRequirements(const rapidjson::Value& v) {
   meta::FieldReader r(v);
   ResourceRequirements out;
-  r.read("limits", out.limits);
-  r.read("requests", out.requests);
+  r.object("limits", out.limits, meta::decodeQuantityMap);
+  r.object("requests", out.requests, meta::decodeQuantityMap);
   return r.finish(std::move(out));
 }
 
 void encodeResourceRequirements(meta::JsonWriter& w, const ResourceRequirements& v) {
   w.StartObject();
-  meta::writeFieldIfSet(w, "limits", v.limits);
-  meta::writeFieldIfSet(w, "requests", v.requests);
+  if (!v.limits.empty()) {
+    meta::writeKey(w, "limits");
+    meta::encodeQuantityMap(w, v.limits);
+  }
+  if (!v.requests.empty()) {
+    meta::writeKey(w, "requests");
+    meta::encodeQuantityMap(w, v.requests);
+  }
   w.EndObject();
 }
 
@@ -193,7 +204,6 @@ meta::Decoded<EgressGatewayPolicySpec> decodeEgressGatewayPolicySpec(const rapid
   meta::FieldReader r(v);
   EgressGatewayPolicySpec out;
   r.object("podSelector", out.podSelector, meta::decodeLabelSelector);
-  r.object("namespaceSelector", out.namespaceSelector, meta::decodeLabelSelector);
   r.read("destinationCIDRs", out.destinationCIDRs);
   r.read("excludedCIDRs", out.excludedCIDRs);
   r.object("egressIP", out.egressIP, decodeEgressIPSpec);
@@ -205,10 +215,6 @@ void encodeEgressGatewayPolicySpec(meta::JsonWriter& w, const EgressGatewayPolic
   w.StartObject();
   meta::writeKey(w, "podSelector");
   meta::encodeLabelSelector(w, v.podSelector);
-  if (v.namespaceSelector) {
-    meta::writeKey(w, "namespaceSelector");
-    meta::encodeLabelSelector(w, *v.namespaceSelector);
-  }
   meta::writeFieldIfSet(w, "destinationCIDRs", v.destinationCIDRs);
   meta::writeFieldIfSet(w, "excludedCIDRs", v.excludedCIDRs);
   meta::writeKey(w, "egressIP");
@@ -221,18 +227,18 @@ void encodeEgressGatewayPolicySpec(meta::JsonWriter& w, const EgressGatewayPolic
 meta::Decoded<GatewayStatus> decodeGatewayStatus(const rapidjson::Value& v) {
   meta::FieldReader r(v);
   GatewayStatus out;
+  r.read("egressIPs", out.egressIPs);
   r.read("pod", out.pod);
   r.read("node", out.node);
-  r.read("egressIP", out.egressIP);
   r.read("ready", out.ready);
   return r.finish(std::move(out));
 }
 
 void encodeGatewayStatus(meta::JsonWriter& w, const GatewayStatus& v) {
   w.StartObject();
-  meta::writeField(w, "pod", v.pod);
+  meta::writeField(w, "egressIPs", v.egressIPs);
+  meta::writeFieldIfSet(w, "pod", v.pod);
   meta::writeFieldIfSet(w, "node", v.node);
-  meta::writeFieldIfSet(w, "egressIP", v.egressIP);
   if (v.ready) {
     meta::writeField(w, "ready", true);
   }
@@ -243,6 +249,7 @@ meta::Decoded<EgressGatewayPolicyStatus> decodeEgressGatewayPolicyStatus(
     const rapidjson::Value& v) {
   meta::FieldReader r(v);
   EgressGatewayPolicyStatus out;
+  r.read("pool", out.pool);
   r.read("egressIPs", out.egressIPs);
   r.list("gateways", out.gateways, decodeGatewayStatus);
   r.read("selectedPods", out.selectedPods);
@@ -253,6 +260,7 @@ meta::Decoded<EgressGatewayPolicyStatus> decodeEgressGatewayPolicyStatus(
 
 void encodeEgressGatewayPolicyStatus(meta::JsonWriter& w, const EgressGatewayPolicyStatus& v) {
   w.StartObject();
+  meta::writeFieldIfSet(w, "pool", v.pool);
   meta::writeFieldIfSet(w, "egressIPs", v.egressIPs);
   if (!v.gateways.empty()) {
     meta::writeKey(w, "gateways");
@@ -308,6 +316,7 @@ meta::Decoded<OperatorConfigSpec> decodeOperatorConfigSpec(const rapidjson::Valu
   r.read("gatewayImage", out.gatewayImage);
   r.read("defaultPool", out.defaultPool);
   r.object("gatewayDefaults", out.gatewayDefaults, decodeGatewaySpec);
+  r.read("clusterCIDRs", out.clusterCIDRs);
   return r.finish(std::move(out));
 }
 
@@ -319,6 +328,7 @@ void encodeOperatorConfigSpec(meta::JsonWriter& w, const OperatorConfigSpec& v) 
     meta::writeKey(w, "gatewayDefaults");
     encodeGatewaySpec(w, *v.gatewayDefaults);
   }
+  meta::writeFieldIfSet(w, "clusterCIDRs", v.clusterCIDRs);
   w.EndObject();
 }
 

@@ -151,8 +151,8 @@ void validateEgressIPSpecFields(const EgressIPSpec& v, const std::string& path,
 void validateTolerationFields(const Toleration& v, const std::string& path,
                               validation::FieldErrors& errs) {
   if (!v.key.empty()) {
-    if (v.key.size() > 316) {
-      errs.push_back({join(path, "key"), "may not be longer than 316"});
+    if (v.key.size() > 317) {
+      errs.push_back({join(path, "key"), "may not be longer than 317"});
     }
   }
   if (!v.operator_.empty()) {
@@ -179,21 +179,15 @@ void validateTolerationFields(const Toleration& v, const std::string& path,
 void validateResourceRequirementsFields(const ResourceRequirements& v, const std::string& path,
                                         validation::FieldErrors& errs) {
   for (const auto& [key, value] : v.limits) {
-    if (!std::regex_search(value,
-                           pattern("^[0-9]+(\\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$"))) {
+    if (auto q = value.value(); !q) {
       errs.push_back({join(path, "limits") + "[" + key + "]",
-                      "\"" + value + "\" should match '" +
-                          std::string("^[0-9]+(\\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$") +
-                          "'"});
+                      "Invalid value: \"" + value.text() + "\": " + q.error()});
     }
   }
   for (const auto& [key, value] : v.requests) {
-    if (!std::regex_search(value,
-                           pattern("^[0-9]+(\\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$"))) {
+    if (auto q = value.value(); !q) {
       errs.push_back({join(path, "requests") + "[" + key + "]",
-                      "\"" + value + "\" should match '" +
-                          std::string("^[0-9]+(\\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$") +
-                          "'"});
+                      "Invalid value: \"" + value.text() + "\": " + q.error()});
     }
   }
 }
@@ -270,19 +264,61 @@ void validateEgressGatewayPolicySpecFields(const EgressGatewayPolicySpec& v,
 
 void validateGatewayStatusFields(const GatewayStatus& v, const std::string& path,
                                  validation::FieldErrors& errs) {
-  if (v.pod.empty()) {
-    errs.push_back({join(path, "pod"), "Required value"});
-  } else {
+  if (v.egressIPs.empty()) {
+    errs.push_back({join(path, "egressIPs"), "Required value"});
+  }
+  if (!v.egressIPs.empty() && v.egressIPs.size() < 1) {
+    errs.push_back({join(path, "egressIPs"), "should have at least 1 items"});
+  }
+  if (v.egressIPs.size() > 2) {
+    errs.push_back({join(path, "egressIPs"), "must have at most 2 items"});
+  }
+  for (size_t i = 0; i < v.egressIPs.size(); ++i) {
+    if (v.egressIPs[i].size() > 39) {
+      errs.push_back(
+          {join(path, "egressIPs") + "[" + std::to_string(i) + "]", "may not be longer than 39"});
+    }
+    if (!validation::isIP(v.egressIPs[i])) {
+      errs.push_back({join(path, "egressIPs") + "[" + std::to_string(i) + "]",
+                      "\"" + v.egressIPs[i] + "\" is not an IP address"});
+    }
+  }
+  if (!v.pod.empty()) {
+    if (v.pod.size() > 253) {
+      errs.push_back({join(path, "pod"), "may not be longer than 253"});
+    }
   }
   if (!v.node.empty()) {
-  }
-  if (!v.egressIP.empty()) {
+    if (v.node.size() > 253) {
+      errs.push_back({join(path, "node"), "may not be longer than 253"});
+    }
   }
 }
 
 void validateEgressGatewayPolicyStatusFields(const EgressGatewayPolicyStatus& v,
                                              const std::string& path,
                                              validation::FieldErrors& errs) {
+  if (!v.pool.empty()) {
+    if (v.pool.size() > 253) {
+      errs.push_back({join(path, "pool"), "may not be longer than 253"});
+    }
+  }
+  if (v.egressIPs.size() > 128) {
+    errs.push_back({join(path, "egressIPs"), "must have at most 128 items"});
+  }
+  for (size_t i = 0; i < v.egressIPs.size(); ++i) {
+    if (v.egressIPs[i].size() > 39) {
+      errs.push_back(
+          {join(path, "egressIPs") + "[" + std::to_string(i) + "]", "may not be longer than 39"});
+    }
+    if (!validation::isIP(v.egressIPs[i])) {
+      errs.push_back({join(path, "egressIPs") + "[" + std::to_string(i) + "]",
+                      "\"" + v.egressIPs[i] + "\" is not an IP address"});
+    }
+  }
+  if (v.gateways.size() > 64) {
+    errs.push_back({join(path, "gateways"), "must have at most 64 items"});
+  }
   for (size_t i = 0; i < v.gateways.size(); ++i) {
     validateGatewayStatusFields(v.gateways[i],
                                 join(path, "gateways") + "[" + std::to_string(i) + "]", errs);
@@ -332,6 +368,19 @@ void validateOperatorConfigSpecFields(const OperatorConfigSpec& v, const std::st
   }
   if (v.gatewayDefaults) {
     validateGatewaySpecFields(*v.gatewayDefaults, join(path, "gatewayDefaults"), errs);
+  }
+  if (v.clusterCIDRs.size() > 32) {
+    errs.push_back({join(path, "clusterCIDRs"), "must have at most 32 items"});
+  }
+  for (size_t i = 0; i < v.clusterCIDRs.size(); ++i) {
+    if (v.clusterCIDRs[i].size() > 43) {
+      errs.push_back({join(path, "clusterCIDRs") + "[" + std::to_string(i) + "]",
+                      "may not be longer than 43"});
+    }
+    if (!validation::isCIDR(v.clusterCIDRs[i])) {
+      errs.push_back({join(path, "clusterCIDRs") + "[" + std::to_string(i) + "]",
+                      "\"" + v.clusterCIDRs[i] + "\" is not a CIDR"});
+    }
   }
 }
 

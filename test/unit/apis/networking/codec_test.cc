@@ -69,6 +69,7 @@ TEST(CodecTest, IPAMPoolRoundTripsWithEveryFieldSet) {
   p.spec.cidrs = {"203.0.113.0/28", "2001:db8:100::/120"};
   p.spec.exclude = {"203.0.113.1"};
   p.spec.disabled = true;
+  p.spec.namespaceSelector = meta::LabelSelector{{{"team", "payments"}}, {}};
   p.status.ipv4 = IPFamilyCounts{13, 2, 11};
   p.status.ipv6 = IPFamilyCounts{256, 0, 256};
   p.status.allocated = 2;
@@ -86,23 +87,52 @@ TEST(CodecTest, EgressGatewayPolicyRoundTripsWithEveryFieldSet) {
   r.op = meta::SelectorOperator::NotIn;
   r.values = {"dev", "test"};
   e.spec.podSelector.matchExpressions = {r};
-  e.spec.namespaceSelector = meta::LabelSelector{};
   e.spec.destinationCIDRs = {"0.0.0.0/0", "::/0"};
   e.spec.excludedCIDRs = {"10.0.0.0/8"};
   e.spec.egressIP.pool = "corp";
   e.spec.egressIP.addresses = {"203.0.113.5", "2001:db8:100::5"};
   e.spec.egressIP.ipFamily = "DualStack";
   e.spec.gateway = fullGateway();
-  e.status.egressIPs = {"203.0.113.5"};
-  e.status.gateways = {GatewayStatus{"egw-billing-1", "n1", "203.0.113.5", true},
-                       GatewayStatus{"egw-billing-2", "", "", false}};
+  e.status.pool = "corp";
+  e.status.egressIPs = {"203.0.113.5", "2001:db8:100::5", "203.0.113.6", "2001:db8:100::6"};
+  e.status.gateways = {
+      GatewayStatus{{"203.0.113.5", "2001:db8:100::5"}, "egw-billing-1", "n1", true},
+      GatewayStatus{{"203.0.113.6", "2001:db8:100::6"}, "", "", false}};
   e.status.selectedPods = 12;
   e.status.observedGeneration = 3;
   e.status.conditions = {condition("Ready")};
   const auto back = roundTrip(e, encodeEgressGatewayPolicy, decodeEgressGatewayPolicy);
   EXPECT_EQ(back, e);
   EXPECT_EQ(back.spec.gateway.tolerations[0].tolerationSeconds, 9'007'199'254'740'993);
+  // A ledger entry no pod holds yet: only its addresses are written.
+  EXPECT_THAT(meta::encodeToString(e.status.gateways[1], encodeGatewayStatus),
+              ::testing::StrEq(R"({"egressIPs":["203.0.113.6","2001:db8:100::6"]})"));
+}
+
+TEST(CodecTest, AnEmptyPoolNamespaceSelectorIsPresent) {
+  IPAMPool p;
+  p.spec.cidrs = {"203.0.113.0/28"};
+  p.spec.namespaceSelector = meta::LabelSelector{};
+  const auto back = roundTrip(p, encodeIPAMPool, decodeIPAMPool);
   ASSERT_TRUE(back.spec.namespaceSelector.has_value()) << "an empty selector is still present";
+  EXPECT_TRUE(back.spec.namespaceSelector->empty());
+}
+
+// Quantities keep the text given; a JSON integer becomes its decimal text, written back as a
+// string (as apimachinery writes quantities).
+TEST(CodecTest, QuantitiesDecodeFromIntegersAndStrings) {
+  auto c = meta::parseAndDecode(
+      R"({"metadata":{"name":"default"},"spec":{"gatewayImage":"i","gatewayDefaults":{)"
+      R"("resources":{"limits":{"cpu":2,"memory":"128Mi"},"requests":{"cpu":"0.5"}}}}})",
+      decodeOperatorConfig);
+  ASSERT_TRUE(c) << c.error().toString();
+  const auto& r = *c->spec.gatewayDefaults->resources;
+  EXPECT_EQ(r.limits, (meta::QuantityMap{{"cpu", "2"}, {"memory", "128Mi"}}));
+  EXPECT_EQ(r.requests, (meta::QuantityMap{{"cpu", "0.5"}}));
+  EXPECT_THAT(meta::encodeToString(*c, encodeOperatorConfig),
+              ::testing::HasSubstr(R"("resources":{"limits":{"cpu":"2","memory":"128Mi"},)"
+                                   R"("requests":{"cpu":"0.5"}})"));
+  EXPECT_EQ(roundTrip(*c, encodeOperatorConfig, decodeOperatorConfig), *c);
 }
 
 TEST(CodecTest, OperatorConfigRoundTripsWithEveryFieldSet) {
@@ -111,6 +141,7 @@ TEST(CodecTest, OperatorConfigRoundTripsWithEveryFieldSet) {
   c.spec.gatewayImage = "registry.example/egress-gateway:1.2.3";
   c.spec.defaultPool = "corp";
   c.spec.gatewayDefaults = fullGateway();
+  c.spec.clusterCIDRs = {"10.244.0.0/16", "10.96.0.0/12", "fd00:10:244::/56", "fd00:10:96::/112"};
   c.status = OperatorConfigStatus{10, 9, 2, 5, {condition("Ready")}};
   EXPECT_EQ(roundTrip(c, encodeOperatorConfig, decodeOperatorConfig), c);
 }
@@ -125,15 +156,14 @@ TEST(CodecTest, EmptyObjectsRoundTrip) {
 
 TEST(CodecTest, AbsentOptionalFieldsStayAbsentAndAreNotWritten) {
   auto e = meta::parseAndDecode(
-      R"({"metadata":{"name":"e"},"spec":{"podSelector":{},"egressIP":{"pool":"p"},"gateway":{}}})",
+      R"({"metadata":{"name":"e"},"spec":{"podSelector":{},"egressIP":{},"gateway":{}}})",
       decodeEgressGatewayPolicy);
   ASSERT_TRUE(e) << e.error().toString();
   EXPECT_FALSE(e->spec.gateway.replicas.has_value());
   EXPECT_FALSE(e->spec.gateway.resources.has_value());
-  EXPECT_FALSE(e->spec.namespaceSelector.has_value());
   const std::string json = meta::encodeToString(*e, encodeEgressGatewayPolicy);
   EXPECT_THAT(json, ::testing::Not(::testing::HasSubstr("replicas")));
-  EXPECT_THAT(json, ::testing::Not(::testing::HasSubstr("namespaceSelector")));
+  EXPECT_THAT(json, ::testing::Not(::testing::HasSubstr("pool")));
   EXPECT_THAT(json, ::testing::Not(::testing::HasSubstr("addresses")));
   EXPECT_THAT(
       json,
@@ -145,6 +175,12 @@ TEST(CodecTest, AbsentOptionalFieldsStayAbsentAndAreNotWritten) {
       decodeEgressGatewayPolicy);
   ASSERT_TRUE(zero);
   EXPECT_EQ(zero->spec.gateway.replicas, 0) << "zero is not absent";
+
+  auto pool = meta::parseAndDecode(R"({"spec":{"cidrs":["10.0.0.0/24"]}})", decodeIPAMPool);
+  ASSERT_TRUE(pool);
+  EXPECT_FALSE(pool->spec.namespaceSelector.has_value()) << "absent: every namespace";
+  EXPECT_THAT(meta::encodeToString(*pool, encodeIPAMPool),
+              ::testing::Not(::testing::HasSubstr("namespaceSelector")));
 }
 
 TEST(CodecTest, UnknownFieldsAreIgnored) {
@@ -154,6 +190,13 @@ TEST(CodecTest, UnknownFieldsAreIgnored) {
       decodeIPAMPool);
   ASSERT_TRUE(p) << p.error().toString();
   EXPECT_EQ(p->spec.cidrs, std::vector<std::string>{"10.0.0.0/24"});
+  // v1alpha1 dropped a policy's namespaceSelector: an old object still decodes.
+  auto e = meta::parseAndDecode(
+      R"({"spec":{"podSelector":{},"namespaceSelector":{"matchLabels":{"a":"b"}},"egressIP":{}}})",
+      decodeEgressGatewayPolicy);
+  ASSERT_TRUE(e) << e.error().toString();
+  EXPECT_THAT(meta::encodeToString(*e, encodeEgressGatewayPolicy),
+              ::testing::Not(::testing::HasSubstr("namespaceSelector")));
 }
 
 TEST(CodecTest, Int64FieldsStayExact) {

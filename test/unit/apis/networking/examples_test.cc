@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,8 +23,9 @@
 namespace egress::networking::v1alpha1 {
 namespace {
 
-// YAML as the API server reads it: plain scalars that look like numbers or booleans are those,
-// quoted ones are strings.
+// YAML as kubectl sends it (sigs.k8s.io/yaml): plain scalars that look like integers, floats
+// or booleans are those, quoted ones are strings. (`cpu: 0.5` is a JSON number, which a CRD's
+// int-or-string quantity refuses, while `cpu: "0.5"` is a string.)
 rapidjson::Value toJson(const YAML::Node& n, rapidjson::Document::AllocatorType& a) {
   switch (n.Type()) {
     case YAML::NodeType::Map: {
@@ -55,6 +57,11 @@ rapidjson::Value toJson(const YAML::Node& n, rapidjson::Document::AllocatorType&
             return rapidjson::Value(i);
           }
         } catch (const std::exception&) {
+        }
+        // go-yaml's float syntax (yamlStyleFloat).
+        static const std::regex kFloat(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
+        if (std::regex_match(s, kFloat)) {
+          return rapidjson::Value(std::stod(s));
         }
       }
       return rapidjson::Value(s.c_str(), a);

@@ -20,6 +20,7 @@
 #include "pkg/apis/meta/decode.h"
 #include "pkg/apis/meta/label_selector.h"
 #include "pkg/apis/meta/object_meta.h"
+#include "pkg/apis/meta/quantity.h"
 
 namespace egress::codegentest::v1 {
 
@@ -81,6 +82,12 @@ struct Scalars {
   std::optional<int32_t> count;
   // +kubebuilder:validation:Maximum=0
   std::optional<int64_t> offset;
+  // A quantity: a JSON integer or a quantity string; "" (no text) is absent, so required means
+  // set.
+  // +required
+  meta::Quantity size;
+  // An optional quantity.
+  std::optional<meta::Quantity> burst;
 
   bool operator==(const Scalars&) const = default;
 };
@@ -118,6 +125,8 @@ struct Lists {
   // +listType=map
   // +listMapKey=type
   std::vector<meta::Condition> conditions;
+  // +kubebuilder:validation:MaxItems=4
+  std::vector<meta::Quantity> steps;
 
   bool operator==(const Lists&) const = default;
 };
@@ -134,6 +143,10 @@ struct Maps {
   // +kubebuilder:validation:items:Format=ip
   // +kubebuilder:default={}
   meta::StringMap addresses;
+  // Resource name -> quantity, as a container's limits.
+  meta::QuantityMap limits;
+  // std::optional: {} is present.
+  std::optional<meta::QuantityMap> requests;
 
   bool operator==(const Maps&) const = default;
 };
