@@ -39,6 +39,10 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
       info.config->spec.gatewayImage.empty()) {
     co_return ReconcileResult::done();
   }
+  if (info.policyNamespace && info.policyNamespace->phase == "Terminating") {
+    // Nothing new may be made in it, and the policy goes with it.
+    co_return ReconcileResult::done();
+  }
   const auto& policy = info.current ? *info.current : *info.policy;
   const auto& ledger = info.assignment->entries;
   const auto replicas = static_cast<int32_t>(ledger.size());

@@ -167,7 +167,6 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
     if (!written.isDone()) {
       co_return written;
     }
-    reportShortfall(info, assignment);
     if (!assignment.allocated.empty()) {
       ctx_.recorder.event(
           referenceTo(kPolicyKind, policy.metadata), core::kEventTypeNormal, "Allocated",
@@ -175,6 +174,9 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
               (assignment.pool.empty() ? "" : " allocated from IPAMPool " + assignment.pool));
     }
   }
+  // Once per transition (the condition the cache shows says whether it was reported already),
+  // whether or not the ledger changed: a policy that never got an address writes no ledger.
+  reportShortfall(info, assignment);
   auto released =
       ctx_.allocator.commit(info.key, assignment.pool, assignment.entries, addressesInUse(info));
   if (!released.empty()) {
