@@ -1,7 +1,9 @@
 // egress-operator: gives selected pods a stable, known source IP for traffic leaving the
-// cluster. Wiring only: flags → logging → Manager (controllers, as they land) → io_context.run().
+// cluster. Wiring only: flags → logging → REST config → Manager → the main controller →
+// io_context.run().
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include <boost/asio/co_spawn.hpp>
@@ -9,12 +11,35 @@
 #include <spdlog/spdlog.h>
 
 #include "pkg/cli/flag_set.h"
+#include "pkg/controller/controller.h"
 #include "pkg/controllerruntime/manager.h"
+#include "pkg/kube/config_discovery.h"
 #include "pkg/log/log.h"
 
 namespace {
 
+namespace net = boost::asio;
+using egress::controllerruntime::kExitError;
+
 constexpr int kExitUsage = 2;
+
+// Asks the server what it serves, then adds the main controller and runs the Manager. An API
+// server that cannot be reached is a clear message and exit 1, before anything else starts.
+net::awaitable<int> runOperator(egress::controllerruntime::Manager& manager, int workers,
+                                net::any_io_executor executor) {
+  auto policyV1 = co_await egress::controller::serverHasPolicyV1(manager.client());
+  if (!policyV1) {
+    spdlog::error("egress-operator: cannot use the API server at {}: {}",
+                  manager.client().config().server, policyV1.error());
+    co_return kExitError;
+  }
+  egress::controller::MainController::Options options{
+      workers,          manager.clock(),         std::move(executor),
+      manager.client(), manager.eventRecorder(), &manager.registry(),
+      *policyV1};
+  manager.add(std::make_unique<egress::controller::MainController>(std::move(options)));
+  co_return co_await manager.run();
+}
 
 }  // namespace
 
@@ -24,11 +49,24 @@ int main(int argc, char** argv) {
   bool showVersion = false;
   std::string logLevel = "info";
   std::string logFormat = "text";
+  int64_t verbosity = 0;
+  int64_t workers = 4;
+  // controller-runtime's defaults for a manager's client (client-go's own are 5 and 10).
+  double qps = 20;
+  int64_t burst = 30;
   flags.addBool("help", showHelp, "Print this help and exit.");
   flags.addBool("version", showVersion, "Print the version and exit.");
   flags.addString("log-level", logLevel,
                   "Log level: trace, debug, info, warn, error, critical or off.");
   flags.addString("log-format", logFormat, "Log format: text or json (one object per line).");
+  flags.addInt("v", verbosity,
+               "Log verbosity as klog counts it: 0 info, 1-3 debug, 4 and up trace (--log-level "
+               "wins when both are given).");
+  flags.addInt("workers", workers,
+               "Concurrent reconciles of EgressGatewayPolicies (never two of one policy).");
+  flags.addDouble("kube-api-qps", qps,
+                  "Client-side limit of API requests per second (negative: no limit).");
+  flags.addInt("kube-api-burst", burst, "Requests allowed above --kube-api-qps in a burst.");
   egress::controllerruntime::ManagerOptions managerOptions;
   egress::controllerruntime::addManagerFlags(flags, managerOptions);
 
@@ -49,6 +87,22 @@ int main(int argc, char** argv) {
                  flags.args().front().c_str());
     return kExitUsage;
   }
+  if (workers < 1 || workers > 1024) {
+    std::fprintf(stderr, "egress-operator: --workers must be between 1 and 1024, not %lld\n",
+                 static_cast<long long>(workers));
+    return kExitUsage;
+  }
+  if (burst < 0) {
+    std::fprintf(stderr, "egress-operator: --kube-api-burst must not be negative\n");
+    return kExitUsage;
+  }
+  if (verbosity < 0) {
+    std::fprintf(stderr, "egress-operator: -v must not be negative\n");
+    return kExitUsage;
+  }
+  if (!flags.changed("log-level") && verbosity > 0) {
+    logLevel = verbosity >= 4 ? "trace" : "debug";
+  }
   egress::log::Options logOptions;
   if (auto level = egress::log::parseLevel(logLevel)) {
     logOptions.level = *level;
@@ -68,25 +122,36 @@ int main(int argc, char** argv) {
   }
   egress::log::configure(logOptions);
 
-  boost::asio::io_context ioc;
-  auto manager = egress::controllerruntime::Manager::create(ioc.get_executor(), managerOptions, {});
+  auto restConfig = egress::kube::loadRestConfig(managerOptions.kubeconfig, "");
+  if (!restConfig) {
+    spdlog::error("egress-operator: no usable kubeconfig or in-cluster config: {}",
+                  restConfig.error().message());
+    return kExitError;
+  }
+  restConfig->qps = qps;
+  restConfig->burst = static_cast<int>(burst);
+
+  net::io_context ioc;
+  egress::controllerruntime::ManagerDeps deps;
+  deps.restConfig = std::move(*restConfig);
+  auto manager = egress::controllerruntime::Manager::create(ioc.get_executor(), managerOptions,
+                                                            std::move(deps));
   if (!manager) {
     spdlog::error("{}", manager.error());
-    return egress::controllerruntime::kExitError;
+    return kExitError;
   }
-  // The controllers arrive with the next issue; until then the Manager serves /metrics and the
-  // probes, elects a leader and waits for SIGTERM.
   spdlog::info("egress-operator {} starting", EGRESS_VERSION);
-  int code = egress::controllerruntime::kExitError;
-  boost::asio::co_spawn(ioc, (*manager)->run(), [&](const std::exception_ptr& e, int result) {
-    if (e) {
-      std::rethrow_exception(e);
-    }
-    code = result;
-    // Whatever the Manager abandoned (work past the graceful timeout, or everything after a
-    // second signal) must not keep the process alive.
-    ioc.stop();
-  });
+  int code = kExitError;
+  net::co_spawn(ioc, runOperator(**manager, static_cast<int>(workers), ioc.get_executor()),
+                [&](const std::exception_ptr& e, int result) {
+                  if (e) {
+                    std::rethrow_exception(e);
+                  }
+                  code = result;
+                  // Whatever the Manager abandoned (work past the graceful timeout, or
+                  // everything after a second signal) must not keep the process alive.
+                  ioc.stop();
+                });
   ioc.run();
   spdlog::info("egress-operator exiting with code {}", code);
   return code;

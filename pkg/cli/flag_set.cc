@@ -46,6 +46,23 @@ void FlagSet::addInt(const std::string& name, int64_t& dest, const std::string& 
              }});
 }
 
+void FlagSet::addDouble(const std::string& name, double& dest, const std::string& help) {
+  std::string shown = std::to_string(dest);
+  shown.erase(shown.find_last_not_of('0') + 1);
+  if (!shown.empty() && shown.back() == '.') {
+    shown.pop_back();
+  }
+  add(name, {help, shown, false, false, [&dest, name](const std::string& v) {
+               double parsed = 0;
+               const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), parsed);
+               if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(parsed)) {
+                 return "invalid value \"" + v + "\" for flag --" + name + ": not a number";
+               }
+               dest = parsed;
+               return std::string();
+             }});
+}
+
 void FlagSet::addDuration(const std::string& name, std::chrono::milliseconds& dest,
                           const std::string& help) {
   add(name, {help, formatDuration(dest), false, false, [&dest, name](const std::string& v) {

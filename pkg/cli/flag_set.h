@@ -26,6 +26,8 @@ class FlagSet {
   void addString(const std::string& name, std::string& dest, const std::string& help);
   void addBool(const std::string& name, bool& dest, const std::string& help);
   void addInt(const std::string& name, int64_t& dest, const std::string& help);
+  // A decimal number ("20", "2.5"); not NaN or infinite.
+  void addDouble(const std::string& name, double& dest, const std::string& help);
   // Go-style durations: "300ms", "15s", "2m", "1h30m".
   void addDuration(const std::string& name, std::chrono::milliseconds& dest,
                    const std::string& help);

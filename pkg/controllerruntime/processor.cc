@@ -2,23 +2,33 @@
 
 namespace egress::controllerruntime {
 
+bool foldProcessorResult(ReconcileResult& combined, ReconcileResult result,
+                         const std::string& processorName) {
+  switch (result.kind()) {
+    case ReconcileResult::Kind::Done:
+      return false;
+    case ReconcileResult::Kind::RequeueAfter:
+      if (combined.isDone() || result.after() < combined.after()) {
+        combined = std::move(result);
+      }
+      return false;
+    case ReconcileResult::Kind::Requeue:
+      combined = std::move(result);
+      return true;
+    case ReconcileResult::Kind::Error:
+      combined = ReconcileResult::error(processorName + ": " + result.message());
+      return true;
+  }
+  return false;
+}
+
 net::awaitable<ReconcileResult> runProcessors(std::vector<std::shared_ptr<Processor>> processors,
                                               std::string key) {
   ReconcileResult combined = ReconcileResult::done();
   for (const auto& processor : processors) {
     ReconcileResult result = co_await processor->process(key);
-    switch (result.kind()) {
-      case ReconcileResult::Kind::Done:
-        break;
-      case ReconcileResult::Kind::RequeueAfter:
-        if (combined.isDone() || result.after() < combined.after()) {
-          combined = result;
-        }
-        break;
-      case ReconcileResult::Kind::Requeue:
-        co_return result;
-      case ReconcileResult::Kind::Error:
-        co_return ReconcileResult::error(processor->name() + ": " + result.message());
+    if (foldProcessorResult(combined, std::move(result), processor->name())) {
+      break;
     }
   }
   co_return combined;

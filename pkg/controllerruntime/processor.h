@@ -37,8 +37,14 @@ class Processor {
   virtual net::awaitable<ReconcileResult> process(const std::string& key) = 0;
 };
 
-// Runs `processors` in order for `key` and combines their results as described above. An error
-// message is prefixed with the processor's name.
+// Folds one processor's result into the chain's result so far (`combined`, starting as done()),
+// as described above; true when the chain stops here, `combined` then being its result. An
+// error message is prefixed with the processor's name. For chains over other arguments than a
+// key (the operator's processors take a per-reconcile view).
+bool foldProcessorResult(ReconcileResult& combined, ReconcileResult result,
+                         const std::string& processorName);
+
+// Runs `processors` in order for `key` and combines their results with foldProcessorResult.
 net::awaitable<ReconcileResult> runProcessors(std::vector<std::shared_ptr<Processor>> processors,
                                               std::string key);
 

@@ -1,0 +1,86 @@
+// File: egressgateway_policy.h
+//
+// EgressGatewayPolicyInfo: everything one reconcile of a policy looks at, gathered from the
+// shared cache once at its start (the seed's pkg/controller/apis EgressGatewayPolicyInfo), and
+// what the processors pass down the chain: the IPPoolProcessor's assignment, and the policy as
+// last written (a status update returns the new resourceVersion the next write must carry).
+// The cached objects are shared and immutable; a processor never modifies them.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pkg/apis/apps/deployment.h"
+#include "pkg/apis/core/config_map.h"
+#include "pkg/apis/core/namespace.h"
+#include "pkg/apis/core/pod.h"
+#include "pkg/apis/networking/v1alpha1/types.h"
+#include "pkg/apis/policy/pod_disruption_budget.h"
+#include "pkg/apis/validation/field_error.h"
+#include "pkg/cache/undecodable.h"
+#include "pkg/ipam/allocator.h"
+
+namespace egress::controller {
+
+namespace v1alpha1 = networking::v1alpha1;
+
+using PolicyPtr = std::shared_ptr<const v1alpha1::EgressGatewayPolicy>;
+using PoolPtr = std::shared_ptr<const v1alpha1::IPAMPool>;
+using OperatorConfigPtr = std::shared_ptr<const v1alpha1::OperatorConfig>;
+using PodPtr = std::shared_ptr<const core::Pod>;
+using NamespacePtr = std::shared_ptr<const core::Namespace>;
+using DeploymentPtr = std::shared_ptr<const apps::Deployment>;
+using ConfigMapPtr = std::shared_ptr<const core::ConfigMap>;
+using PdbPtr = std::shared_ptr<const policy::PodDisruptionBudget>;
+
+// A gateway pod, by name within the policy's namespace.
+using EgressPodId = std::string;
+
+struct EgressPodInfo {
+  PodPtr pod;
+  // The ledger entry it holds (kEgressIPsAnnotation); "" if none.
+  std::string egressIPs;
+  bool ready = false;
+  // Being deleted: it still holds its entry (it may still send) until it is gone.
+  bool terminating = false;
+};
+
+// The objects the DeploymentProcessor owns for the policy, as cached (null if absent).
+struct EgressGatewayDeployment {
+  DeploymentPtr deployment;
+  ConfigMapPtr configMap;
+  PdbPtr podDisruptionBudget;
+};
+
+struct EgressGatewayPolicyInfo {
+  std::string key;  // "namespace/name"
+  std::string ns;
+  std::string name;
+  // Null when the policy is gone (or undecodable: see `undecodable`).
+  PolicyPtr policy;
+  cache::UndecodablePtr undecodable;
+  OperatorConfigPtr config;
+  NamespacePtr policyNamespace;
+  // The resolved pool's name ("" for none) and the pool itself (null if it does not exist).
+  std::string poolName;
+  PoolPtr pool;
+  EgressGatewayDeployment deployment;
+  std::map<EgressPodId, EgressPodInfo> egressPods;
+  // The source pods the policy selects (its own namespace only), not being deleted.
+  std::vector<PodPtr> sourcePods;
+
+  // Filled in by the processors, in order.
+  // The spec's problems (validate()); non-empty: nothing is allocated or applied.
+  validation::FieldErrors invalid;
+  // The IPPoolProcessor's result: the ledger as written, and why it is short, if it is.
+  std::optional<ipam::Assignment> assignment;
+  // The policy as last read or written (the status carries what was written).
+  std::optional<v1alpha1::EgressGatewayPolicy> current;
+  // The resourceVersions this reconcile's writes replaced (the cached one first).
+  std::vector<std::string> superseded;
+};
+
+}  // namespace egress::controller

@@ -1,0 +1,259 @@
+#include "pkg/controller/cache/cache.h"
+
+#include <algorithm>
+#include <set>
+
+#include "pkg/cache/indexer.h"
+#include "pkg/client/networking/v1alpha1/zz_generated.informers.h"
+#include "pkg/controller/names.h"
+#include "pkg/ipam/address.h"
+
+namespace egress::controller {
+namespace {
+
+constexpr const char* kByPool = "byPool";
+constexpr const char* kByAddress = "byAddress";
+constexpr const char* kByPolicy = "byPolicy";
+
+std::string ownedSelector() {
+  return std::string(kManagedByLabel) + "=" + std::string(kManagedByValue);
+}
+
+// "ns/policy" of an object labelled as a policy's; nothing for anything else.
+template <class T>
+std::vector<std::string> policyOf(const T& obj) {
+  auto it = obj.metadata.labels.find(std::string(kPolicyLabel));
+  if (it == obj.metadata.labels.end() || it->second.empty()) {
+    return {};
+  }
+  return {obj.metadata.namespace_ + "/" + it->second};
+}
+
+std::string poolIndexValue(const v1alpha1::EgressGatewayPolicy& p) {
+  if (!p.status.pool.empty()) {
+    return p.status.pool;
+  }
+  return p.spec.egressIP.pool.value_or("");
+}
+
+template <class T>
+std::vector<std::string> keysOf(const std::optional<std::vector<std::shared_ptr<const T>>>& objs) {
+  std::vector<std::string> out;
+  if (objs) {
+    for (const auto& o : *objs) {
+      out.push_back(cache::objectKey(o->metadata));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void stripPod(core::Pod& pod) {
+  auto& m = pod.metadata;
+  std::string annotation;
+  if (auto it = m.annotations.find(std::string(kEgressIPsAnnotation)); it != m.annotations.end()) {
+    annotation = it->second;
+  }
+  m.annotations.clear();
+  if (!annotation.empty()) {
+    m.annotations.emplace(std::string(kEgressIPsAnnotation), std::move(annotation));
+  }
+  std::vector<meta::OwnerReference> controllerRef;
+  if (const auto* ref = meta::controllerOf(m)) {
+    controllerRef.push_back(*ref);
+  }
+  m.ownerReferences = std::move(controllerRef);
+  m.finalizers.clear();
+  m.finalizers.shrink_to_fit();
+  m.generation = 0;
+  pod.spec.serviceAccountName.clear();
+  pod.spec.containers.clear();
+  pod.spec.containers.shrink_to_fit();
+  pod.status.hostIP.clear();
+  pod.status.startTime.reset();
+  const bool ready = core::isPodReady(pod);
+  pod.status.conditions.clear();
+  if (ready) {
+    pod.status.conditions.push_back({"Ready", "True"});
+  }
+  pod.status.conditions.shrink_to_fit();
+  pod.status.podIPs.shrink_to_fit();
+}
+
+void stripNamespace(core::Namespace& ns) {
+  ns.metadata.annotations.clear();
+  ns.metadata.ownerReferences.clear();
+  ns.metadata.finalizers.clear();
+}
+
+Cache::Cache(cache::SharedInformerFactory& factory, bool policyV1) : policyV1_(policyV1) {
+  client::NetworkingV1alpha1Informers typed(factory);
+  policies_ = &typed.egressGatewayPolicies();
+  pools_ = &typed.ipamPools();
+  configs_ = &typed.operatorConfigs();
+  namespaces_ = &factory.informerFor<core::Namespace>(namespacesResource(), core::decodeNamespace,
+                                                      "", "", stripNamespace);
+  pods_ = &factory.informerFor<core::Pod>(podsResource(), core::decodePod, "", "", stripPod);
+  const std::string owned = ownedSelector();
+  deployments_ = &factory.informerFor<apps::Deployment>(deploymentsResource(),
+                                                        apps::decodeDeployment, "", owned);
+  configMaps_ =
+      &factory.informerFor<core::ConfigMap>(configMapsResource(), core::decodeConfigMap, "", owned);
+  pdbs_ = &factory.informerFor<policy::PodDisruptionBudget>(
+      podDisruptionBudgetsResource(policyV1), policy::decodePodDisruptionBudget, "", owned);
+
+  policies_->addIndexers({{kByPool,
+                           [](const v1alpha1::EgressGatewayPolicy& p) {
+                             return std::vector<std::string>{poolIndexValue(p)};
+                           }},
+                          {kByAddress, [](const v1alpha1::EgressGatewayPolicy& p) {
+                             std::vector<std::string> out;
+                             for (const auto& text : p.spec.egressIP.addresses) {
+                               auto a = ipam::parseAddress(text);
+                               out.push_back(a ? a->toString() : text);
+                             }
+                             return out;
+                           }}});
+  pods_->addIndexers({{kByPolicy, policyOf<core::Pod>}});
+}
+
+PolicyPtr Cache::policy(const std::string& ns, const std::string& name) const {
+  return policies_->indexer().get(ns + "/" + name);
+}
+
+PoolPtr Cache::pool(const std::string& name) const {
+  return name.empty() ? nullptr : pools_->indexer().get(name);
+}
+
+OperatorConfigPtr Cache::operatorConfig() const {
+  return configs_->indexer().get(std::string(kOperatorConfigName));
+}
+
+NamespacePtr Cache::getNamespace(const std::string& name) const {
+  return namespaces_->indexer().get(name);
+}
+
+std::vector<PolicyPtr> Cache::allPolicies() const {
+  std::vector<PolicyPtr> out;
+  for (const auto& [key, obj] : policies_->indexer().items()) {
+    out.push_back(obj);
+  }
+  return out;
+}
+
+std::vector<PoolPtr> Cache::allPools() const {
+  std::vector<PoolPtr> out;
+  for (const auto& [key, obj] : pools_->indexer().items()) {
+    out.push_back(obj);
+  }
+  return out;
+}
+
+std::vector<std::string> Cache::policyKeysUsingPool(const std::string& pool) const {
+  std::vector<std::string> out = keysOf(policies_->indexer().byIndex(kByPool, pool));
+  auto config = operatorConfig();
+  if (config && !pool.empty() && config->spec.defaultPool == pool) {
+    auto defaulted = keysOf(policies_->indexer().byIndex(kByPool, ""));
+    out.insert(out.end(), defaulted.begin(), defaulted.end());
+  }
+  return out;
+}
+
+std::vector<std::string> Cache::policyKeysInNamespace(const std::string& ns) const {
+  return keysOf(policies_->indexer().byIndex(cache::kNamespaceIndex, ns));
+}
+
+std::vector<std::string> Cache::policyKeysWithAddress(const std::string& address) const {
+  return keysOf(policies_->indexer().byIndex(kByAddress, address));
+}
+
+std::vector<std::string> Cache::policyKeysForPod(const core::Pod& pod) const {
+  std::vector<std::string> out = policyOf(pod);
+  if (auto inNs = policies_->indexer().byIndex(cache::kNamespaceIndex, pod.metadata.namespace_)) {
+    for (const auto& p : *inNs) {
+      if (p->spec.podSelector.matches(pod.metadata.labels)) {
+        out.push_back(cache::objectKey(p->metadata));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> Cache::allPolicyKeys() const {
+  std::vector<std::string> out;
+  for (const auto& [key, obj] : policies_->indexer().items()) {
+    out.push_back(key);
+  }
+  for (const auto& [key, entry] : policies_->indexer().undecodable()) {
+    out.push_back(key);
+  }
+  return out;
+}
+
+std::vector<cache::UndecodablePtr> Cache::undecodablePolicies() const {
+  std::vector<cache::UndecodablePtr> out;
+  for (const auto& [key, entry] : policies_->indexer().undecodable()) {
+    out.push_back(entry);
+  }
+  return out;
+}
+
+std::string Cache::resolvedPoolName(const v1alpha1::EgressGatewayPolicy& policy) const {
+  if (!policy.status.pool.empty()) {
+    return policy.status.pool;
+  }
+  if (policy.spec.egressIP.pool) {
+    return *policy.spec.egressIP.pool;
+  }
+  auto config = operatorConfig();
+  return config ? config->spec.defaultPool : "";
+}
+
+EgressGatewayPolicyInfo Cache::policyInfo(const std::string& key) const {
+  EgressGatewayPolicyInfo info;
+  info.key = key;
+  auto slash = key.find('/');
+  info.ns = key.substr(0, slash);
+  info.name = slash == std::string::npos ? key : key.substr(slash + 1);
+  info.policy = policies_->indexer().get(key);
+  info.undecodable = policies_->indexer().undecodable(key);
+  info.config = operatorConfig();
+  info.policyNamespace = getNamespace(info.ns);
+  const std::string owned = gatewayName(info.name);
+  info.deployment.deployment = deployments_->indexer().get(info.ns + "/" + owned);
+  info.deployment.configMap = configMaps_->indexer().get(info.ns + "/" + owned);
+  info.deployment.podDisruptionBudget = pdbs_->indexer().get(info.ns + "/" + owned);
+  if (auto gateways = pods_->indexer().byIndex(kByPolicy, key)) {
+    for (const auto& pod : *gateways) {
+      EgressPodInfo p;
+      p.pod = pod;
+      if (auto it = pod->metadata.annotations.find(std::string(kEgressIPsAnnotation));
+          it != pod->metadata.annotations.end()) {
+        p.egressIPs = it->second;
+      }
+      p.ready = core::isPodReady(*pod);
+      p.terminating = pod->metadata.deletionTimestamp.has_value();
+      info.egressPods.emplace(pod->metadata.name, std::move(p));
+    }
+  }
+  if (!info.policy) {
+    return info;
+  }
+  info.current = *info.policy;
+  info.poolName = resolvedPoolName(*info.policy);
+  info.pool = pool(info.poolName);
+  if (auto inNs = pods_->indexer().byIndex(cache::kNamespaceIndex, info.ns)) {
+    for (const auto& pod : *inNs) {
+      if (!pod->metadata.deletionTimestamp &&
+          info.policy->spec.podSelector.matches(pod->metadata.labels) && policyOf(*pod).empty()) {
+        info.sourcePods.push_back(pod);
+      }
+    }
+  }
+  std::sort(info.sourcePods.begin(), info.sourcePods.end(),
+            [](const PodPtr& a, const PodPtr& b) { return a->metadata.name < b->metadata.name; });
+  return info;
+}
+
+}  // namespace egress::controller

@@ -1,0 +1,99 @@
+// File: cache.h
+//
+// The operator's shared watch cache (the seed's gridCache): one informer per kind the
+// controllers read, all from the Manager's SharedInformerFactory, with the indexes and the
+// per-reconcile views built on them. Everything the operator decides is decided from here; the
+// API server is only written to.
+//
+//   kind                    scope              held
+//   EgressGatewayPolicy     all namespaces     whole (the ledger is its status)
+//   IPAMPool                cluster            whole
+//   OperatorConfig          cluster            whole (only "default" is read)
+//   Namespace               cluster            name and labels (pools' namespaceSelectors)
+//   Pod                     all namespaces     what the operator reads (stripPod below): a
+//                                              source pod's IPs and node, a gateway pod's
+//                                              annotation and readiness
+//   Deployment, ConfigMap,  all namespaces,    only the operator's own, selected on
+//   PodDisruptionBudget     labelled ours      app.kubernetes.io/managed-by
+//
+// Indexes: policies by pool (status.pool, else spec.egressIP.pool, else "" for the default),
+// policies by explicit address, gateway pods and owned objects by policy ("ns/policy").
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pkg/apis/networking/v1alpha1/types.h"
+#include "pkg/cache/informer_factory.h"
+#include "pkg/cache/shared_informer.h"
+#include "pkg/controller/apis/egressgateway_policy.h"
+
+namespace egress::controller {
+
+// The transform the pod informer applies: keeps identity, labels, the controller owner
+// reference, the egress-IP annotation, the node, the pod IPs, the phase and the Ready condition.
+void stripPod(core::Pod& pod);
+// The same for namespaces: name and labels.
+void stripNamespace(core::Namespace& ns);
+
+class Cache {
+ public:
+  // Makes the informers (before the factory starts). `policyV1`: PodDisruptionBudgets through
+  // policy/v1, else policy/v1beta1.
+  Cache(cache::SharedInformerFactory& factory, bool policyV1);
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
+
+  cache::SharedIndexInformer<v1alpha1::EgressGatewayPolicy>& policies() { return *policies_; }
+  cache::SharedIndexInformer<v1alpha1::IPAMPool>& pools() { return *pools_; }
+  cache::SharedIndexInformer<v1alpha1::OperatorConfig>& operatorConfigs() { return *configs_; }
+  cache::SharedIndexInformer<core::Namespace>& namespaces() { return *namespaces_; }
+  cache::SharedIndexInformer<core::Pod>& pods() { return *pods_; }
+  cache::SharedIndexInformer<apps::Deployment>& deployments() { return *deployments_; }
+  cache::SharedIndexInformer<core::ConfigMap>& configMaps() { return *configMaps_; }
+  cache::SharedIndexInformer<policy::PodDisruptionBudget>& podDisruptionBudgets() { return *pdbs_; }
+  bool policyV1() const { return policyV1_; }
+
+  PolicyPtr policy(const std::string& ns, const std::string& name) const;
+  PoolPtr pool(const std::string& name) const;
+  // OperatorConfig "default", or null.
+  OperatorConfigPtr operatorConfig() const;
+  NamespacePtr getNamespace(const std::string& name) const;
+
+  std::vector<PolicyPtr> allPolicies() const;
+  std::vector<PoolPtr> allPools() const;
+  // Keys of the policies whose pool is `pool`, counting those that name none when `pool` is the
+  // OperatorConfig's default.
+  std::vector<std::string> policyKeysUsingPool(const std::string& pool) const;
+  std::vector<std::string> policyKeysInNamespace(const std::string& ns) const;
+  // Keys of the policies that list `address` (canonical text) among their explicit addresses.
+  std::vector<std::string> policyKeysWithAddress(const std::string& address) const;
+  // Keys of the policies that select `pod` as a source or own it as a gateway.
+  std::vector<std::string> policyKeysForPod(const core::Pod& pod) const;
+  // Every policy key, undecodable ones included.
+  std::vector<std::string> allPolicyKeys() const;
+
+  // The pool a policy uses: its ledger's (status.pool) once it has addresses, else
+  // spec.egressIP.pool, else the OperatorConfig's defaultPool; "" for none.
+  std::string resolvedPoolName(const v1alpha1::EgressGatewayPolicy& policy) const;
+
+  // The view one reconcile of policy `key` works on.
+  EgressGatewayPolicyInfo policyInfo(const std::string& key) const;
+
+  // Undecodable policies (the cache holds them as entries without an object).
+  std::vector<cache::UndecodablePtr> undecodablePolicies() const;
+
+ private:
+  bool policyV1_;
+  cache::SharedIndexInformer<v1alpha1::EgressGatewayPolicy>* policies_;
+  cache::SharedIndexInformer<v1alpha1::IPAMPool>* pools_;
+  cache::SharedIndexInformer<v1alpha1::OperatorConfig>* configs_;
+  cache::SharedIndexInformer<core::Namespace>* namespaces_;
+  cache::SharedIndexInformer<core::Pod>* pods_;
+  cache::SharedIndexInformer<apps::Deployment>* deployments_;
+  cache::SharedIndexInformer<core::ConfigMap>* configMaps_;
+  cache::SharedIndexInformer<policy::PodDisruptionBudget>* pdbs_;
+};
+
+}  // namespace egress::controller

@@ -1,0 +1,294 @@
+#include "pkg/controller/controller.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <spdlog/spdlog.h>
+
+#include "pkg/apis/meta/time.h"
+#include "pkg/base/notifier.h"
+#include "pkg/controller/names.h"
+#include "pkg/controllerruntime/event_handlers.h"
+
+namespace egress::controller {
+namespace {
+
+// Subcontrollers that run concurrently under one run(): the last to finish wakes it.
+struct RunGroup {
+  explicit RunGroup(const net::any_io_executor& ex) : finished(ex) {}
+  int live = 0;
+  Notifier finished;
+};
+
+// Static, taking its state explicitly (the g++ 12 bug with spawned member coroutines).
+net::awaitable<void> runOne(controllerruntime::Runnable* runnable, std::shared_ptr<RunGroup> g) {
+  co_await runnable->run();
+  if (--g->live == 0) {
+    g->finished.notify();
+  }
+}
+
+const rapidjson::Value* member(const rapidjson::Value& v, const char* name) {
+  if (!v.IsObject()) {
+    return nullptr;
+  }
+  auto it = v.FindMember(name);
+  return it == v.MemberEnd() ? nullptr : &it->value;
+}
+
+std::string stringMember(const rapidjson::Value& v, const char* name) {
+  const auto* m = member(v, name);
+  return m != nullptr && m->IsString() ? std::string(m->GetString(), m->GetStringLength()) : "";
+}
+
+std::vector<std::string> strings(const rapidjson::Value* v) {
+  std::vector<std::string> out;
+  if (v != nullptr && v->IsArray()) {
+    for (const auto& s : v->GetArray()) {
+      if (s.IsString()) {
+        out.emplace_back(s.GetString(), s.GetStringLength());
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<RawLedger> ledgerFromRaw(const rapidjson::Value& item) {
+  const auto* md = member(item, "metadata");
+  if (md == nullptr) {
+    return std::nullopt;
+  }
+  RawLedger out;
+  out.ref.kind = std::string(kPolicyKind);
+  out.ref.apiVersion = std::string(kApiVersion);
+  out.ref.name = stringMember(*md, "name");
+  out.ref.namespace_ = stringMember(*md, "namespace");
+  out.ref.uid = stringMember(*md, "uid");
+  out.ref.resourceVersion = stringMember(*md, "resourceVersion");
+  if (out.ref.name.empty()) {
+    return std::nullopt;
+  }
+  out.ledger.owner = out.ref.namespace_ + "/" + out.ref.name;
+  if (auto t = meta::parseRfc3339(stringMember(*md, "creationTimestamp"))) {
+    out.ledger.created =
+        std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
+  }
+  const auto* status = member(item, "status");
+  if (status == nullptr) {
+    return out;
+  }
+  out.ledger.pool = stringMember(*status, "pool");
+  const auto* gateways = member(*status, "gateways");
+  std::set<std::string> listed;
+  if (gateways != nullptr && gateways->IsArray()) {
+    for (const auto& g : gateways->GetArray()) {
+      auto ips = strings(member(g, "egressIPs"));
+      listed.insert(ips.begin(), ips.end());
+      if (!ips.empty()) {
+        out.ledger.entries.push_back(std::move(ips));
+      }
+    }
+  }
+  // The flat list too: an address there but in no entry (a half-written or hand-edited status)
+  // stays held rather than being handed to someone else.
+  for (auto& ip : strings(member(*status, "egressIPs"))) {
+    if (listed.count(ip) == 0) {
+      out.ledger.entries.push_back({std::move(ip)});
+    }
+  }
+  return out;
+}
+
+net::awaitable<Result<bool, std::string>> serverHasPolicyV1(kube::RestClient& client) {
+  auto got = co_await client.raw("GET", "/apis/policy/v1");
+  if (!got) {
+    if (got.error().isNotFound()) {
+      co_return false;
+    }
+    co_return "asking the API server for policy/v1: " + got.error().message();
+  }
+  co_return got->status != 404;
+}
+
+MainController::MainController(Options options)
+    : options_(std::move(options)), metrics_(options_.registry) {}
+
+MainController::~MainController() {
+  stop();
+}
+
+const std::string& MainController::name() const {
+  return name_;
+}
+
+Result<Ok, std::string> MainController::setUp(cache::SharedInformerFactory& factory) {
+  cache_ = std::make_unique<Cache>(factory, options_.policyV1);
+  ctx_ = std::make_unique<Context>(Context{options_.client,
+                                           *cache_,
+                                           allocator_,
+                                           options_.recorder,
+                                           options_.clock,
+                                           metrics_,
+                                           {},
+                                           {},
+                                           {}});
+  auto opts = [&](const char* controllerName, int workers) {
+    return controllerruntime::Controller::Options{controllerName, workers, options_.clock,
+                                                  options_.executor, options_.registry};
+  };
+  egressGateway_ =
+      std::make_unique<EgressGatewayController>(opts("egressgateway", options_.workers), *ctx_);
+  ipamPool_ = std::make_unique<IPAMPoolController>(opts("ipampool", 1), *ctx_);
+  operator_ = std::make_unique<OperatorController>(opts("operator", 1), *ctx_);
+  ctx_->policies = egressGateway_->enqueuer();
+  ctx_->pools = ipamPool_->enqueuer();
+  ctx_->operatorConfig = operator_->enqueuer();
+  for (controllerruntime::Runnable* c : std::initializer_list<controllerruntime::Runnable*>{
+           egressGateway_.get(), ipamPool_.get(), operator_.get()}) {
+    if (auto r = c->setUp(factory); !r) {
+      return r;
+    }
+  }
+  return wireCrossTriggers();
+}
+
+Result<Ok, std::string> MainController::wireCrossTriggers() {
+  using controllerruntime::enqueueMapped;
+  Cache* cache = cache_.get();
+  const auto policies = ctx_->policies;
+  const auto pools = ctx_->pools;
+  std::vector<Result<Ok, std::string>> regs;
+  auto check = [&](auto reg) {
+    if (!reg) {
+      regs.emplace_back(reg.error().message());
+    }
+  };
+  check(cache->pools().addEventHandler(
+      enqueueMapped<v1alpha1::IPAMPool>(policies, [cache](const v1alpha1::IPAMPool& p) {
+        return cache->policyKeysUsingPool(p.metadata.name);
+      })));
+  // Overlaps are pairwise: any pool's change may change another's Overlapping condition.
+  check(cache->pools().addEventHandler(
+      enqueueMapped<v1alpha1::IPAMPool>(pools, [cache](const v1alpha1::IPAMPool&) {
+        std::vector<std::string> names;
+        for (const auto& p : cache->allPools()) {
+          names.push_back(p->metadata.name);
+        }
+        return names;
+      })));
+  check(cache->operatorConfigs().addEventHandler(enqueueMapped<v1alpha1::OperatorConfig>(
+      policies, [cache](const v1alpha1::OperatorConfig&) { return cache->allPolicyKeys(); })));
+  check(cache->namespaces().addEventHandler(
+      enqueueMapped<core::Namespace>(policies, [cache](const core::Namespace& ns) {
+        return cache->policyKeysInNamespace(ns.metadata.name);
+      })));
+  check(cache->pods().addEventHandler(enqueueMapped<core::Pod>(
+      policies, [cache](const core::Pod& pod) { return cache->policyKeysForPod(pod); })));
+  auto byLabel = [](const meta::ObjectMeta& m) {
+    auto it = m.labels.find(std::string(kPolicyLabel));
+    return it == m.labels.end() ? std::vector<std::string>{}
+                                : std::vector<std::string>{m.namespace_ + "/" + it->second};
+  };
+  check(cache->deployments().addEventHandler(enqueueMapped<apps::Deployment>(
+      policies, [byLabel](const apps::Deployment& d) { return byLabel(d.metadata); })));
+  check(cache->configMaps().addEventHandler(enqueueMapped<core::ConfigMap>(
+      policies, [byLabel](const core::ConfigMap& c) { return byLabel(c.metadata); })));
+  check(cache->podDisruptionBudgets().addEventHandler(enqueueMapped<policy::PodDisruptionBudget>(
+      policies, [byLabel](const policy::PodDisruptionBudget& p) { return byLabel(p.metadata); })));
+  if (!regs.empty()) {
+    return regs.front();
+  }
+  return Ok{};
+}
+
+net::awaitable<Result<Ok, std::string>> MainController::start() {
+  // Every policy's ledger, from the API server itself.
+  std::vector<ipam::PolicyLedger> ledgers;
+  std::map<std::string, core::ObjectReference> refs;
+  std::string continueToken;
+  do {
+    kube::ListOptions opts;
+    opts.limit = 500;
+    opts.continueToken = continueToken;
+    kube::Resource resource = policiesResource();
+    auto page = co_await options_.client.list(std::move(resource), std::string(), std::move(opts));
+    if (!page) {
+      co_return "listing EgressGatewayPolicies to restore the ledger: " + page.error().message();
+    }
+    const auto* items = member(*page, "items");
+    if (items != nullptr && items->IsArray()) {
+      for (const auto& item : items->GetArray()) {
+        if (auto raw = ledgerFromRaw(item)) {
+          refs[raw->ledger.owner] = raw->ref;
+          ledgers.push_back(std::move(raw->ledger));
+        }
+      }
+    }
+    const auto* md = member(*page, "metadata");
+    continueToken = md != nullptr ? stringMember(*md, "continue") : "";
+  } while (!continueToken.empty());
+
+  std::vector<ipam::PoolSpec> pools;
+  for (const auto& p : cache_->allPools()) {
+    syncPoolFromCache(*ctx_, p->metadata.name);
+    pools.push_back(*allocator_.poolSpec(p->metadata.name));
+  }
+  const auto conflicts = allocator_.rebuild(pools, ledgers);
+  size_t held = 0;
+  for (const auto& owner : allocator_.owners()) {
+    for (const auto& e : allocator_.committedEntries(owner)) {
+      held += e.size();
+    }
+  }
+  spdlog::info(
+      "egress-gateway-operator: ledger restored: {} policies, {} pools, {} addresses, "
+      "{} conflicts",
+      ledgers.size(), pools.size(), held, conflicts.size());
+  for (const auto& c : conflicts) {
+    spdlog::warn("egress-gateway-operator: ledger of {}: {}", c.owner, c.message);
+    if (auto it = refs.find(c.owner); it != refs.end()) {
+      const bool lost = c.reason == ipam::Reason::kAlreadyAllocated;
+      options_.recorder.event(it->second, core::kEventTypeWarning,
+                              lost ? "AddressConflict" : "AllocatedOutsidePool", c.message);
+    }
+  }
+  for (controllerruntime::Runnable* c : std::initializer_list<controllerruntime::Runnable*>{
+           egressGateway_.get(), ipamPool_.get(), operator_.get()}) {
+    auto started = co_await c->start();
+    if (!started) {
+      co_return started;
+    }
+  }
+  // Every pool and the summary once, now that the allocator knows the ledgers.
+  for (const auto& p : cache_->allPools()) {
+    ctx_->pools.add(p->metadata.name);
+  }
+  ctx_->operatorConfig.add(std::string(kOperatorConfigName));
+  co_return Ok{};
+}
+
+net::awaitable<void> MainController::run() {
+  auto group = std::make_shared<RunGroup>(options_.executor);
+  for (controllerruntime::Runnable* c : std::initializer_list<controllerruntime::Runnable*>{
+           egressGateway_.get(), ipamPool_.get(), operator_.get()}) {
+    ++group->live;
+    net::co_spawn(options_.executor, runOne(c, group), rethrowUnhandled);
+  }
+  while (group->live > 0) {
+    if (!co_await group->finished.wait()) {
+      stop();  // our caller stopped waiting: the subcontrollers wind down on their own
+      co_return;
+    }
+  }
+}
+
+void MainController::stop() {
+  for (controllerruntime::Runnable* c : std::initializer_list<controllerruntime::Runnable*>{
+           egressGateway_.get(), ipamPool_.get(), operator_.get()}) {
+    if (c != nullptr) {
+      c->stop();
+    }
+  }
+}
+
+}  // namespace egress::controller

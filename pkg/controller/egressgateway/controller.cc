@@ -1,0 +1,70 @@
+#include "pkg/controller/egressgateway/controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include "pkg/controller/egressgateway/deployment_processor.h"
+#include "pkg/controller/egressgateway/status_processor.h"
+#include "pkg/controllerruntime/event_handlers.h"
+#include "pkg/controllerruntime/processor.h"
+
+namespace egress::controller {
+
+using controllerruntime::ReconcileResult;
+
+EgressGatewayController::EgressGatewayController(Options options, Context& ctx)
+    : Controller(std::move(options)),
+      ctx_(ctx),
+      ipPool_(std::make_shared<IPPoolProcessor>(ctx)),
+      processors_{ipPool_, std::make_shared<DeploymentProcessor>(ctx),
+                  std::make_shared<StatusProcessor>(ctx)} {}
+
+Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
+  auto reg = ctx_.cache.policies().addEventHandler(
+      controllerruntime::enqueueForObject<v1alpha1::EgressGatewayPolicy>(enqueuer()));
+  if (!reg) {
+    return reg.error().message();
+  }
+  return Ok{};
+}
+
+void EgressGatewayController::useOwnWrite(EgressGatewayPolicyInfo& info) {
+  auto it = written_.find(info.key);
+  if (it == written_.end()) {
+    return;
+  }
+  if (info.policy && it->second.superseded.count(info.policy->metadata.resourceVersion) != 0) {
+    info.current = it->second.object;
+    return;
+  }
+  written_.erase(it);  // the cache caught up, someone else wrote, or the policy is gone
+}
+
+net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::string& key) {
+  EgressGatewayPolicyInfo info = ctx_.cache.policyInfo(key);
+  useOwnWrite(info);
+  if (!info.policy) {
+    if (info.undecodable) {
+      spdlog::warn("egressgateway: policy {} does not decode ({}): its addresses stay held", key,
+                   info.undecodable->error);
+    } else if (ipPool_->forget(info)) {
+      ctx_.metrics.removePolicy(info.ns, info.name);
+      summaryChanged(ctx_);
+    }
+    co_return ReconcileResult::done();
+  }
+  ReconcileResult combined = ReconcileResult::done();
+  for (const auto& processor : processors_) {
+    ReconcileResult result = co_await processor->process(info);
+    if (controllerruntime::foldProcessorResult(combined, std::move(result), processor->name())) {
+      break;
+    }
+  }
+  if (!info.superseded.empty()) {
+    auto& w = written_[key];
+    w.superseded.insert(info.superseded.begin(), info.superseded.end());
+    w.object = *info.current;
+  }
+  co_return combined;
+}
+
+}  // namespace egress::controller

@@ -1,0 +1,310 @@
+#include "pkg/controller/egressgateway/ippool_processor.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include <spdlog/spdlog.h>
+
+#include "pkg/apis/networking/v1alpha1/validation.h"
+#include "pkg/client/networking/v1alpha1/zz_generated.clientset.h"
+#include "pkg/controller/conditions.h"
+#include "pkg/controller/egressgateway/render.h"
+#include "pkg/controller/egressgateway/status.h"
+#include "pkg/controller/names.h"
+
+namespace egress::controller {
+namespace {
+
+using controllerruntime::ReconcileResult;
+
+std::string join(const std::vector<ipam::Address>& addresses) {
+  std::string out;
+  for (const auto& a : addresses) {
+    out += (out.empty() ? "" : ", ") + a.toString();
+  }
+  return out;
+}
+
+// Label values are at most 63 characters, and every gateway object is labelled with the
+// policy's name.
+constexpr size_t kMaxPolicyName = 63;
+
+// How long a pool's status waits for more allocations before it is rewritten.
+constexpr std::chrono::seconds kPoolStatusBatch{1};
+
+validation::FieldErrors validatePolicy(const v1alpha1::EgressGatewayPolicy& policy) {
+  validation::FieldErrors errs = v1alpha1::validate(policy);
+  if (policy.metadata.name.size() > kMaxPolicyName) {
+    errs.push_back({"metadata.name",
+                    "must be no more than 63 characters (it labels the "
+                    "gateway's objects)"});
+  }
+  return errs;
+}
+
+bool sameLedger(const v1alpha1::EgressGatewayPolicyStatus& status,
+                const ipam::Assignment& assignment) {
+  return status.pool == assignment.pool && statusLedger(status) == assignment.entries &&
+         status.gateways.size() == assignment.entries.size();
+}
+
+// Addresses came free: the policies waiting for a free address of the pool, and those that name
+// one of them explicitly (an AddressConflict), try again.
+void wakeWaiting(Context& ctx, const std::string& pool, const std::vector<ipam::Address>& freed) {
+  if (!pool.empty()) {
+    for (const auto& waiting : ctx.allocator.waitingFor(pool)) {
+      ctx.policies.add(waiting);
+    }
+  }
+  for (const auto& a : freed) {
+    for (const auto& key : ctx.cache.policyKeysWithAddress(a.toString())) {
+      ctx.policies.add(key);
+    }
+  }
+}
+
+}  // namespace
+
+void syncPoolFromCache(Context& ctx, const std::string& name) {
+  if (name.empty()) {
+    return;
+  }
+  auto pool = ctx.cache.pool(name);
+  const ipam::PoolSpec* known = ctx.allocator.poolSpec(name);
+  if (!pool) {
+    if (known != nullptr) {
+      ctx.allocator.removePool(name);
+    }
+    return;
+  }
+  ipam::PoolSpec spec;
+  spec.name = name;
+  spec.created = std::chrono::duration_cast<std::chrono::seconds>(
+                     pool->metadata.creationTimestamp.time_since_epoch())
+                     .count();
+  spec.cidrs = pool->spec.cidrs;
+  spec.exclude = pool->spec.exclude;
+  spec.disabled = pool->spec.disabled;
+  if (auto errs = v1alpha1::validate(*pool); !errs.empty()) {
+    spec.invalid = validation::join(errs);
+  }
+  if (known == nullptr || !(*known == spec)) {
+    ctx.allocator.setPool(spec);
+  }
+}
+
+std::set<ipam::Address> addressesInUse(const EgressGatewayPolicyInfo& info) {
+  std::set<ipam::Address> out;
+  for (const auto& [name, p] : info.egressPods) {
+    if (auto entry = parseEntryText(p.egressIPs)) {
+      out.insert(entry->begin(), entry->end());
+    }
+  }
+  return out;
+}
+
+const std::string& IPPoolProcessor::name() const {
+  static const std::string kName = "IPPoolProcessor";
+  return kName;
+}
+
+ipam::AssignRequest IPPoolProcessor::request(const EgressGatewayPolicyInfo& info) const {
+  const auto& policy = *info.policy;
+  ipam::AssignRequest r;
+  r.owner = info.key;
+  r.families = policyFamilies(policy);
+  r.replicas = gatewayShape(policy, info.config.get()).replicas;
+  r.explicitAddresses = policy.spec.egressIP.addresses;
+  r.pool = info.poolName;
+  const auto committed = ctx_.allocator.committedPool(info.key);
+  if (committed && !ctx_.allocator.committedEntries(info.key).empty()) {
+    // The ledger decides the pool once it holds addresses (status.pool): never the spec's
+    // history, which a 1.20 server cannot keep immutable.
+    r.pool = *committed;
+    const auto& named = policy.spec.egressIP.pool;
+    if (named && *named != *committed) {
+      r.allowNew = false;
+      r.denied = ipam::Shortfall::kPoolChanged;
+      r.deniedMessage = "spec.egressIP.pool is " + *named + ", but the policy's addresses are " +
+                        (committed->empty() ? "not from a pool" : "from IPAMPool " + *committed) +
+                        " (status.pool); a policy's pool cannot change: re-create the policy "
+                        "to move it";
+      return r;
+    }
+  }
+  auto pool = ctx_.cache.pool(r.pool);
+  if (pool && pool->spec.namespaceSelector) {
+    static const meta::StringMap kNoLabels;
+    const auto& labels = info.policyNamespace ? info.policyNamespace->metadata.labels : kNoLabels;
+    if (!pool->spec.namespaceSelector->matches(labels)) {
+      r.allowNew = false;
+      r.denied = ipam::Shortfall::kNotAllowed;
+      r.deniedMessage = "IPAMPool " + r.pool + " does not admit namespace " + info.ns +
+                        " (its spec.namespaceSelector)";
+    }
+  }
+  return r;
+}
+
+net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo& info) {
+  const auto& policy = *info.policy;
+  info.invalid = validatePolicy(policy);
+  if (!info.invalid.empty()) {
+    if (conditionReason(policy.status.conditions, kConditionIPAllocated) != "InvalidSpec" ||
+        policy.status.observedGeneration != policy.metadata.generation) {
+      ctx_.recorder.event(referenceTo(kPolicyKind, policy.metadata), core::kEventTypeWarning,
+                          "InvalidSpec", validation::join(info.invalid));
+    }
+    // What it holds stays held and in the ledger; nothing new until the spec is fixed.
+    co_return ReconcileResult::done();
+  }
+  syncPoolFromCache(ctx_, info.poolName);
+  ipam::Assignment assignment = ctx_.allocator.assign(request(info));
+  info.assignment = assignment;
+  const bool ledgerChanged = !sameLedger(info.current->status, assignment);
+  if (ledgerChanged) {
+    auto written = co_await writeLedger(info);
+    if (!written.isDone()) {
+      co_return written;
+    }
+    if (!assignment.allocated.empty()) {
+      ctx_.recorder.event(
+          referenceTo(kPolicyKind, policy.metadata), core::kEventTypeNormal, "Allocated",
+          join(assignment.allocated) +
+              (assignment.pool.empty() ? "" : " allocated from IPAMPool " + assignment.pool));
+    }
+  }
+  // Once per transition (the condition the cache shows says whether it was reported already),
+  // whether or not the ledger changed: a policy that never got an address writes no ledger.
+  reportShortfall(info, assignment);
+  auto released =
+      ctx_.allocator.commit(info.key, assignment.pool, assignment.entries, addressesInUse(info));
+  if (!released.empty()) {
+    ctx_.recorder.event(
+        referenceTo(kPolicyKind, policy.metadata), core::kEventTypeNormal, "Released",
+        join(released) +
+            (assignment.pool.empty() ? " released" : " returned to IPAMPool " + assignment.pool));
+    wakeWaiting(ctx_, assignment.pool, released);
+  }
+  if ((ledgerChanged || !released.empty()) && !assignment.pool.empty()) {
+    // Batched: a burst of allocations in one pool rewrites its status once, not per policy.
+    ctx_.pools.addAfter(assignment.pool, kPoolStatusBatch);
+  }
+  co_return co_await annotatePods(info);
+}
+
+void IPPoolProcessor::reportShortfall(const EgressGatewayPolicyInfo& info,
+                                      const ipam::Assignment& assignment) {
+  if (assignment.shortfall == ipam::Shortfall::kNone) {
+    return;
+  }
+  const std::string reason(ipam::shortfallName(assignment.shortfall));
+  if (conditionReason(info.policy->status.conditions, kConditionIPAllocated) == reason) {
+    return;  // already reported
+  }
+  ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeWarning,
+                      reason, assignment.message);
+  ctx_.metrics.allocationFailed(assignment.pool, reason);
+}
+
+net::awaitable<ReconcileResult> IPPoolProcessor::writeLedger(EgressGatewayPolicyInfo& info) {
+  v1alpha1::EgressGatewayPolicy updated = *info.current;
+  updated.status = desiredStatus(info, meta::truncateToSeconds(ctx_.clock.wallNow()));
+  client::TypedClient<v1alpha1::EgressGatewayPolicy> policies(ctx_.client, info.ns);
+  kube::WriteOptions opts;
+  opts.fieldManager = std::string(kFieldManager);
+  auto written = co_await policies.updateStatus(std::move(updated), std::move(opts));
+  if (!written) {
+    if (written.error().isConflict()) {
+      // Our copy is stale: the next try reads the newer one. The allocator keeps what it took.
+      co_return ReconcileResult::requeue();
+    }
+    if (written.error().isNotFound()) {
+      co_return ReconcileResult::done();  // deleted meanwhile: its delete event comes next
+    }
+    co_return ReconcileResult::error("writing the ledger to status: " + written.error().message());
+  }
+  info.superseded.push_back(info.current->metadata.resourceVersion);
+  info.current = std::move(*written);
+  co_return ReconcileResult::done();
+}
+
+net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(const EgressGatewayPolicyInfo& info) {
+  const auto& ledger = info.assignment->entries;
+  const auto holders = entryHolders(info, ledger);
+  std::vector<std::string> free;
+  std::set<std::string> holding;
+  for (size_t i = 0; i < ledger.size(); ++i) {
+    if (holders[i].empty()) {
+      free.push_back(entryText(ledger[i]));
+    } else {
+      holding.insert(holders[i]);
+    }
+  }
+  // Pods that need an entry, oldest first: those without one, and those whose entry is not (or
+  // no longer) theirs. Terminating pods keep what they have until they are gone.
+  std::vector<const EgressPodInfo*> waiting;
+  for (const auto& [name, p] : info.egressPods) {
+    if (!p.terminating && holding.count(name) == 0) {
+      waiting.push_back(&p);
+    }
+  }
+  std::sort(waiting.begin(), waiting.end(), [](const EgressPodInfo* a, const EgressPodInfo* b) {
+    return std::tie(a->pod->metadata.creationTimestamp, a->pod->metadata.name) <
+           std::tie(b->pod->metadata.creationTimestamp, b->pod->metadata.name);
+  });
+  size_t nextFree = 0;
+  for (const EgressPodInfo* p : waiting) {
+    std::string value;
+    if (nextFree < free.size()) {
+      value = free[nextFree++];
+    } else if (p->egressIPs.empty()) {
+      continue;  // nothing to give, nothing to take away
+    }
+    const std::string annotation = value.empty() ? "null" : "\"" + value + "\"";
+    std::string body = R"({"metadata":{"annotations":{")" + std::string(kEgressIPsAnnotation) +
+                       "\":" + annotation + "}}}";
+    kube::Resource pods = podsResource();
+    kube::WriteOptions opts;
+    opts.fieldManager = std::string(kFieldManager);
+    std::string podName = p->pod->metadata.name;
+    std::string ns = info.ns;
+    auto patched =
+        co_await ctx_.client.patch(std::move(pods), std::move(ns), podName, kube::PatchType::Merge,
+                                   std::move(body), std::move(opts), std::string());
+    if (!patched) {
+      if (patched.error().isNotFound()) {
+        continue;  // gone meanwhile
+      }
+      co_return ReconcileResult::error("annotating gateway pod " + podName + ": " +
+                                       patched.error().message());
+    }
+    if (!value.empty()) {
+      ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeNormal,
+                          "Assigned", "gateway pod " + podName + " holds " + value);
+    }
+  }
+  co_return ReconcileResult::done();
+}
+
+bool IPPoolProcessor::forget(const EgressGatewayPolicyInfo& info) {
+  if (info.undecodable) {
+    return false;  // it exists, we just cannot read it: it keeps everything (fail closed)
+  }
+  if (!info.egressPods.empty()) {
+    return false;  // its gateway pods still hold addresses; their deletion brings us back
+  }
+  const auto pool = ctx_.allocator.committedPool(info.key);
+  auto released = ctx_.allocator.releaseAll(info.key);
+  if (released.empty()) {
+    return false;
+  }
+  spdlog::info("egressgateway: policy {} is gone: released {}", info.key, join(released));
+  if (pool && !pool->empty()) {
+    ctx_.pools.addAfter(*pool, kPoolStatusBatch);
+  }
+  wakeWaiting(ctx_, pool.value_or(""), released);
+  return true;
+}
+
+}  // namespace egress::controller

@@ -1,0 +1,57 @@
+// File: ippool_processor.h
+//
+// IPPoolProcessor: the first step of a policy's reconcile. It owns the policy's egress IPs:
+//   1. validates the spec (validate() plus what the operator itself needs); an invalid policy
+//      keeps what it holds and gets nothing new (the status says why, an event names the field);
+//   2. resolves the pool (the ledger's, else the spec's, else the OperatorConfig's default),
+//      refusing new allocations when the pool's namespaceSelector does not admit the policy's
+//      namespace or the spec names another pool than the ledger's;
+//   3. asks the allocator for `replicas` entries, and writes the resulting ledger to the
+//      policy's status (an update of the status subresource carrying the resourceVersion: a
+//      compare-and-swap; a conflict requeues) BEFORE any gateway pod is told an address, and
+//      only then lets the allocator free what the policy no longer lists;
+//   4. hands each gateway pod one ledger entry through its egress-IP annotation: a pod keeps
+//      the entry it has; a new pod takes an entry no live pod (terminating ones included) holds;
+//      a pod whose entry was released loses its annotation.
+// An address leaves the policy only once no gateway pod of it carries the address any more.
+// forget() is the end of a deleted policy: its addresses are freed once its pods are gone.
+#pragma once
+
+#include <string>
+
+#include "pkg/controller/context.h"
+#include "pkg/controller/egressgateway/policy_processor.h"
+
+namespace egress::controller {
+
+class IPPoolProcessor : public PolicyProcessor {
+ public:
+  explicit IPPoolProcessor(Context& ctx) : ctx_(ctx) {}
+
+  const std::string& name() const override;
+  net::awaitable<controllerruntime::ReconcileResult> process(
+      EgressGatewayPolicyInfo& info) override;
+
+  // The policy is gone (not undecodable: that one keeps everything): frees its addresses if no
+  // gateway pod of it is left, and tells the pools. Returns whether it freed them.
+  bool forget(const EgressGatewayPolicyInfo& info);
+
+ private:
+  ipam::AssignRequest request(const EgressGatewayPolicyInfo& info) const;
+  net::awaitable<controllerruntime::ReconcileResult> writeLedger(EgressGatewayPolicyInfo& info);
+  net::awaitable<controllerruntime::ReconcileResult> annotatePods(
+      const EgressGatewayPolicyInfo& info);
+  void reportShortfall(const EgressGatewayPolicyInfo& info, const ipam::Assignment& assignment);
+
+  Context& ctx_;
+};
+
+// Brings the allocator's pool `name` in line with the cached IPAMPool (created, changed,
+// deleted, or invalid). Both the IPAMPool controller and the IPPoolProcessor call it, so a policy
+// reconciled before its new pool's own reconcile still sees the pool.
+void syncPoolFromCache(Context& ctx, const std::string& name);
+
+// The addresses the policy's gateway pods carry in their annotations.
+std::set<ipam::Address> addressesInUse(const EgressGatewayPolicyInfo& info);
+
+}  // namespace egress::controller

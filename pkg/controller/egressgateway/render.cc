@@ -1,0 +1,406 @@
+#include "pkg/controller/egressgateway/render.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "pkg/apis/meta/encode.h"
+#include "pkg/apis/networking/v1alpha1/zz_generated.codec.h"
+#include "pkg/controller/names.h"
+
+namespace egress::controller {
+namespace {
+
+using meta::JsonWriter;
+
+// Where the gateway container finds its egress IPs (the downward-API volume).
+constexpr const char* kPodInfoPath = "/etc/egress-gateway";
+
+void writeMap(JsonWriter& w, std::string_view key, const meta::StringMap& m) {
+  meta::writeKey(w, key);
+  w.StartObject();
+  for (const auto& [k, v] : m) {  // StringMap is ordered: deterministic output
+    meta::writeField(w, k, v);
+  }
+  w.EndObject();
+}
+
+void writeOwnedMetadata(JsonWriter& w, const v1alpha1::EgressGatewayPolicy& policy,
+                        const std::string& name, const std::string& hash) {
+  meta::writeKey(w, "metadata");
+  w.StartObject();
+  meta::writeField(w, "name", name);
+  meta::writeField(w, "namespace", policy.metadata.namespace_);
+  writeMap(w, "labels", gatewayLabels(policy.metadata.name));
+  if (!hash.empty()) {
+    meta::StringMap annotations{{std::string(kAppliedHashAnnotation), hash}};
+    writeMap(w, "annotations", annotations);
+  }
+  meta::writeKey(w, "ownerReferences");
+  w.StartArray();
+  meta::OwnerReference ref{std::string(kApiVersion),
+                           std::string(kPolicyKind),
+                           policy.metadata.name,
+                           policy.metadata.uid,
+                           true,
+                           true};
+  meta::encodeOwnerReference(w, ref);
+  w.EndArray();
+  w.EndObject();
+}
+
+void writeSelector(JsonWriter& w, const std::string& policyName) {
+  meta::writeKey(w, "selector");
+  w.StartObject();
+  writeMap(w, "matchLabels", gatewaySelector(policyName));
+  w.EndObject();
+}
+
+std::string deploymentBody(const v1alpha1::EgressGatewayPolicy& policy, const GatewayShape& shape,
+                           int32_t replicas, const std::string& hash) {
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  const std::string name = gatewayName(policy.metadata.name);
+  w.StartObject();
+  meta::writeField(w, "apiVersion", "apps/v1");
+  meta::writeField(w, "kind", "Deployment");
+  writeOwnedMetadata(w, policy, name, hash);
+  meta::writeKey(w, "spec");
+  w.StartObject();
+  meta::writeField(w, "replicas", replicas);
+  writeSelector(w, policy.metadata.name);
+  meta::writeKey(w, "strategy");
+  w.StartObject();
+  meta::writeField(w, "type", "RollingUpdate");
+  meta::writeKey(w, "rollingUpdate");
+  w.StartObject();
+  meta::writeField(w, "maxSurge", int32_t{0});
+  meta::writeField(w, "maxUnavailable", int32_t{1});
+  w.EndObject();
+  w.EndObject();
+  meta::writeKey(w, "template");
+  w.StartObject();
+  meta::writeKey(w, "metadata");
+  w.StartObject();
+  writeMap(w, "labels", gatewayLabels(policy.metadata.name));
+  w.EndObject();
+  meta::writeKey(w, "spec");
+  w.StartObject();
+  meta::writeField(w, "automountServiceAccountToken", false);
+  meta::writeField(w, "enableServiceLinks", false);
+  meta::writeField(w, "terminationGracePeriodSeconds", int64_t{5});
+  if (!shape.priorityClassName.empty()) {
+    meta::writeField(w, "priorityClassName", shape.priorityClassName);
+  }
+  if (!shape.nodeSelector.empty()) {
+    writeMap(w, "nodeSelector", shape.nodeSelector);
+  }
+  if (!shape.tolerations.empty()) {
+    meta::writeKey(w, "tolerations");
+    w.StartArray();
+    for (const auto& t : shape.tolerations) {
+      v1alpha1::encodeToleration(w, t);
+    }
+    w.EndArray();
+  }
+  // Spread over nodes, but still schedule when there are fewer nodes than replicas: a gateway
+  // on a shared node still carries traffic, a pending one carries none.
+  meta::writeKey(w, "topologySpreadConstraints");
+  w.StartArray();
+  w.StartObject();
+  meta::writeField(w, "maxSkew", int32_t{1});
+  meta::writeField(w, "topologyKey", "kubernetes.io/hostname");
+  meta::writeField(w, "whenUnsatisfiable", "ScheduleAnyway");
+  meta::writeKey(w, "labelSelector");
+  w.StartObject();
+  writeMap(w, "matchLabels", gatewaySelector(policy.metadata.name));
+  w.EndObject();
+  w.EndObject();
+  w.EndArray();
+  meta::writeKey(w, "containers");
+  w.StartArray();
+  w.StartObject();
+  meta::writeField(w, "name", "gateway");
+  meta::writeField(w, "image", shape.image);
+  meta::writeKey(w, "env");
+  w.StartArray();
+  for (const auto& [envName, path] :
+       {std::pair{"POD_NAME", "metadata.name"}, std::pair{"NODE_NAME", "spec.nodeName"}}) {
+    w.StartObject();
+    meta::writeField(w, "name", envName);
+    meta::writeKey(w, "valueFrom");
+    w.StartObject();
+    meta::writeKey(w, "fieldRef");
+    w.StartObject();
+    meta::writeField(w, "fieldPath", path);
+    w.EndObject();
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+  if (shape.resources) {
+    meta::writeKey(w, "resources");
+    v1alpha1::encodeResourceRequirements(w, *shape.resources);
+  }
+  meta::writeKey(w, "volumeMounts");
+  w.StartArray();
+  w.StartObject();
+  meta::writeField(w, "name", "podinfo");
+  meta::writeField(w, "mountPath", kPodInfoPath);
+  meta::writeField(w, "readOnly", true);
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  w.EndArray();
+  meta::writeKey(w, "volumes");
+  w.StartArray();
+  w.StartObject();
+  meta::writeField(w, "name", "podinfo");
+  meta::writeKey(w, "downwardAPI");
+  w.StartObject();
+  meta::writeKey(w, "items");
+  w.StartArray();
+  w.StartObject();
+  meta::writeField(w, "path", "egress-ips");
+  meta::writeKey(w, "fieldRef");
+  w.StartObject();
+  meta::writeField(w, "fieldPath",
+                   "metadata.annotations['" + std::string(kEgressIPsAnnotation) + "']");
+  w.EndObject();
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();  // template.spec
+  w.EndObject();  // template
+  w.EndObject();  // spec
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+std::string configMapBody(const v1alpha1::EgressGatewayPolicy& policy, const meta::StringMap& data,
+                          const std::string& hash) {
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  w.StartObject();
+  meta::writeField(w, "apiVersion", "v1");
+  meta::writeField(w, "kind", "ConfigMap");
+  writeOwnedMetadata(w, policy, gatewayName(policy.metadata.name), hash);
+  writeMap(w, "data", data);
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+std::string pdbBody(const v1alpha1::EgressGatewayPolicy& policy, bool policyV1,
+                    const std::string& hash) {
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  w.StartObject();
+  meta::writeField(w, "apiVersion", policyV1 ? "policy/v1" : "policy/v1beta1");
+  meta::writeField(w, "kind", "PodDisruptionBudget");
+  writeOwnedMetadata(w, policy, gatewayName(policy.metadata.name), hash);
+  meta::writeKey(w, "spec");
+  w.StartObject();
+  meta::writeField(w, "maxUnavailable", int32_t{1});
+  writeSelector(w, policy.metadata.name);
+  w.EndObject();
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+std::string joinLines(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) {
+    out += s;
+    out += '\n';
+  }
+  return out;
+}
+
+bool familyWanted(const std::vector<ipam::Family>& families, ipam::Family f) {
+  return std::find(families.begin(), families.end(), f) != families.end();
+}
+
+}  // namespace
+
+GatewayShape gatewayShape(const v1alpha1::EgressGatewayPolicy& policy,
+                          const v1alpha1::OperatorConfig* config) {
+  GatewayShape shape;
+  const v1alpha1::GatewaySpec* defaults =
+      config != nullptr && config->spec.gatewayDefaults ? &*config->spec.gatewayDefaults : nullptr;
+  const auto& own = policy.spec.gateway;
+  if (config != nullptr) {
+    shape.image = config->spec.gatewayImage;
+  }
+  if (own.replicas) {
+    shape.replicas = *own.replicas;
+  } else if (defaults != nullptr && defaults->replicas) {
+    shape.replicas = *defaults->replicas;
+  }
+  shape.nodeSelector =
+      !own.nodeSelector.empty() || defaults == nullptr ? own.nodeSelector : defaults->nodeSelector;
+  shape.tolerations =
+      !own.tolerations.empty() || defaults == nullptr ? own.tolerations : defaults->tolerations;
+  shape.resources = own.resources || defaults == nullptr ? own.resources : defaults->resources;
+  shape.priorityClassName = !own.priorityClassName.empty() || defaults == nullptr
+                                ? own.priorityClassName
+                                : defaults->priorityClassName;
+  return shape;
+}
+
+std::vector<ipam::Family> policyFamilies(const v1alpha1::EgressGatewayPolicy& policy) {
+  const auto& f = policy.spec.egressIP.ipFamily;
+  if (f == "IPv6") {
+    return {ipam::Family::kIPv6};
+  }
+  if (f == "DualStack") {
+    return {ipam::Family::kIPv4, ipam::Family::kIPv6};
+  }
+  return {ipam::Family::kIPv4};
+}
+
+std::string entryText(const ipam::Entry& entry) {
+  std::string out;
+  for (const auto& a : entry) {
+    out += (out.empty() ? "" : ",") + a.toString();
+  }
+  return out;
+}
+
+std::optional<ipam::Entry> parseEntryText(const std::string& text) {
+  ipam::Entry entry;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) {
+      comma = text.size();
+    }
+    auto a = ipam::parseAddress(std::string_view(text).substr(start, comma - start));
+    if (!a) {
+      return std::nullopt;
+    }
+    entry.push_back(*a);
+    start = comma + 1;
+  }
+  std::sort(entry.begin(), entry.end());
+  return entry;
+}
+
+Rendered renderDeployment(const v1alpha1::EgressGatewayPolicy& policy, const GatewayShape& shape,
+                          int32_t replicas) {
+  Rendered r;
+  r.name = gatewayName(policy.metadata.name);
+  r.hash = digest(deploymentBody(policy, shape, replicas, ""));
+  r.body = deploymentBody(policy, shape, replicas, r.hash);
+  return r;
+}
+
+GatewayData gatewayData(const v1alpha1::EgressGatewayPolicy& policy,
+                        const std::vector<ipam::Entry>& ledger,
+                        const std::vector<std::string>& clusterCIDRs,
+                        const std::vector<std::shared_ptr<const core::Pod>>& sourcePods) {
+  GatewayData d;
+  const auto families = policyFamilies(policy);
+  auto cidrFamilyWanted = [&](const std::string& cidr) {
+    auto p = ipam::parseCIDR(cidr);
+    return p && familyWanted(families, p->address.family);
+  };
+  auto canonical = [](const std::string& cidr) {
+    auto p = ipam::parseCIDR(cidr);
+    return p ? p->toString() : cidr;
+  };
+  for (const auto& e : ledger) {
+    for (const auto& a : e) {
+      d.egressIPs.push_back(a.toString());
+    }
+  }
+  std::set<std::string> dst;
+  for (const auto& c : policy.spec.destinationCIDRs) {
+    if (cidrFamilyWanted(c)) {
+      dst.insert(canonical(c));
+    }
+  }
+  if (policy.spec.destinationCIDRs.empty()) {
+    // Everything outside the cluster: the whole family, minus the cluster's CIDRs below.
+    if (familyWanted(families, ipam::Family::kIPv4)) {
+      dst.insert("0.0.0.0/0");
+    }
+    if (familyWanted(families, ipam::Family::kIPv6)) {
+      dst.insert("::/0");
+    }
+  }
+  std::set<std::string> exc;
+  for (const auto* list : {&policy.spec.excludedCIDRs, &clusterCIDRs}) {
+    for (const auto& c : *list) {
+      if (cidrFamilyWanted(c)) {
+        exc.insert(canonical(c));
+      }
+    }
+  }
+  std::set<std::string> src;
+  for (const auto& pod : sourcePods) {
+    std::vector<std::string> ips = pod->status.podIPs;
+    if (ips.empty() && !pod->status.podIP.empty()) {
+      ips.push_back(pod->status.podIP);
+    }
+    for (const auto& ip : ips) {
+      auto a = ipam::parseAddress(ip);
+      if (a && familyWanted(families, a->family) && !pod->spec.nodeName.empty()) {
+        src.insert(a->toString() + "@" + pod->spec.nodeName);
+      }
+    }
+  }
+  d.destinations.assign(dst.begin(), dst.end());
+  d.excluded.assign(exc.begin(), exc.end());
+  d.sources.assign(src.begin(), src.end());
+  std::sort(d.egressIPs.begin(), d.egressIPs.end());
+  return d;
+}
+
+meta::StringMap configMapData(const GatewayData& data) {
+  return {{"egress-ips", joinLines(data.egressIPs)},
+          {"destination-cidrs", joinLines(data.destinations)},
+          {"excluded-cidrs", joinLines(data.excluded)},
+          {"sources", joinLines(data.sources)}};
+}
+
+Rendered renderConfigMap(const v1alpha1::EgressGatewayPolicy& policy, const meta::StringMap& data) {
+  Rendered r;
+  r.name = gatewayName(policy.metadata.name);
+  r.hash = digest(configMapBody(policy, data, ""));
+  r.body = configMapBody(policy, data, r.hash);
+  return r;
+}
+
+Rendered renderPodDisruptionBudget(const v1alpha1::EgressGatewayPolicy& policy, bool policyV1) {
+  Rendered r;
+  r.name = gatewayName(policy.metadata.name);
+  r.hash = digest(pdbBody(policy, policyV1, ""));
+  r.body = pdbBody(policy, policyV1, r.hash);
+  return r;
+}
+
+meta::StringMap gatewayLabels(const std::string& policyName) {
+  return {{std::string(kManagedByLabel), std::string(kManagedByValue)},
+          {std::string(kNameLabel), std::string(kNameValue)},
+          {std::string(kPolicyLabel), policyName}};
+}
+
+meta::StringMap gatewaySelector(const std::string& policyName) {
+  return {{std::string(kNameLabel), std::string(kNameValue)},
+          {std::string(kPolicyLabel), policyName}};
+}
+
+std::string digest(std::string_view text) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+}  // namespace egress::controller

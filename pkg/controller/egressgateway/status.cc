@@ -1,0 +1,181 @@
+#include "pkg/controller/egressgateway/status.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "pkg/apis/apps/deployment.h"
+#include "pkg/controller/conditions.h"
+#include "pkg/controller/egressgateway/render.h"
+#include "pkg/controller/names.h"
+
+namespace egress::controller {
+namespace {
+
+std::string firstProblems(const validation::FieldErrors& errs) {
+  std::string out;
+  for (size_t i = 0; i < errs.size() && i < 3; ++i) {
+    out += (i == 0 ? "" : "; ") + errs[i].toString();
+  }
+  if (errs.size() > 3) {
+    out += "; and " + std::to_string(errs.size() - 3) + " more";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ipam::Entry> statusLedger(const v1alpha1::EgressGatewayPolicyStatus& status) {
+  std::vector<ipam::Entry> out;
+  for (const auto& g : status.gateways) {
+    ipam::Entry e;
+    for (const auto& text : g.egressIPs) {
+      if (auto a = ipam::parseAddress(text)) {
+        e.push_back(*a);
+      }
+    }
+    if (!e.empty()) {
+      std::sort(e.begin(), e.end());
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> entryHolders(const EgressGatewayPolicyInfo& info,
+                                      const std::vector<ipam::Entry>& ledger) {
+  std::vector<std::string> holders(ledger.size());
+  std::vector<const EgressPodInfo*> pods;
+  for (const auto& [name, p] : info.egressPods) {
+    pods.push_back(&p);
+  }
+  // Oldest first: when two pods claim one entry, the one that has held it longer keeps it.
+  std::sort(pods.begin(), pods.end(), [](const EgressPodInfo* a, const EgressPodInfo* b) {
+    return std::tie(a->pod->metadata.creationTimestamp, a->pod->metadata.name) <
+           std::tie(b->pod->metadata.creationTimestamp, b->pod->metadata.name);
+  });
+  for (const EgressPodInfo* p : pods) {
+    if (p->egressIPs.empty()) {
+      continue;
+    }
+    auto entry = parseEntryText(p->egressIPs);
+    if (!entry) {
+      continue;
+    }
+    for (size_t i = 0; i < ledger.size(); ++i) {
+      if (holders[i].empty() && ledger[i] == *entry) {
+        holders[i] = p->pod->metadata.name;
+        break;
+      }
+    }
+  }
+  return holders;
+}
+
+v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo& info,
+                                                  meta::Time now) {
+  const v1alpha1::EgressGatewayPolicy& policy = info.current ? *info.current : *info.policy;
+  v1alpha1::EgressGatewayPolicyStatus s = policy.status;
+  const int64_t generation = policy.metadata.generation;
+
+  std::vector<ipam::Entry> ledger;
+  if (info.assignment) {
+    ledger = info.assignment->entries;
+    s.pool = info.assignment->pool;
+  } else {
+    ledger = statusLedger(policy.status);
+  }
+  const auto holders = entryHolders(info, ledger);
+  s.egressIPs.clear();
+  s.gateways.clear();
+  int readyHolders = 0;
+  for (size_t i = 0; i < ledger.size(); ++i) {
+    v1alpha1::GatewayStatus g;
+    for (const auto& a : ledger[i]) {
+      g.egressIPs.push_back(a.toString());
+      s.egressIPs.push_back(a.toString());
+    }
+    if (!holders[i].empty()) {
+      const EgressPodInfo& p = info.egressPods.at(holders[i]);
+      g.pod = holders[i];
+      g.node = p.pod->spec.nodeName;
+      g.ready = p.ready && !p.terminating;
+      readyHolders += g.ready ? 1 : 0;
+    }
+    s.gateways.push_back(std::move(g));
+  }
+  s.selectedPods = static_cast<int32_t>(info.sourcePods.size());
+  s.observedGeneration = generation;
+
+  const GatewayShape shape = gatewayShape(policy, info.config.get());
+  const int wanted = shape.replicas;
+  const int entries = static_cast<int>(ledger.size());
+
+  meta::Condition allocated;
+  if (!info.invalid.empty()) {
+    allocated = makeCondition(kConditionIPAllocated, false, "InvalidSpec",
+                              firstProblems(info.invalid), generation);
+  } else if (info.assignment && info.assignment->shortfall != ipam::Shortfall::kNone) {
+    allocated = makeCondition(kConditionIPAllocated, false,
+                              std::string(ipam::shortfallName(info.assignment->shortfall)),
+                              info.assignment->message + " (" + std::to_string(entries) + " of " +
+                                  std::to_string(wanted) + " gateways have addresses)",
+                              generation);
+  } else {
+    allocated = makeCondition(kConditionIPAllocated, true, "Allocated",
+                              std::to_string(entries) + " of " + std::to_string(wanted) +
+                                  " gateways have egress IPs" +
+                                  (s.pool.empty() ? "" : " from IPAMPool " + s.pool),
+                              generation);
+  }
+
+  meta::Condition available;
+  const auto* d = info.deployment.deployment.get();
+  const int availablePods = d != nullptr ? d->status.availableReplicas : 0;
+  if (!info.invalid.empty()) {
+    available = makeCondition(kConditionGatewayAvailable, false, "InvalidSpec",
+                              "the gateway is left as it is until the spec is valid", generation);
+  } else if (info.config == nullptr || info.config->spec.gatewayImage.empty()) {
+    available =
+        makeCondition(kConditionGatewayAvailable, false, "NoOperatorConfig",
+                      "OperatorConfig default (with spec.gatewayImage) does not exist", generation);
+  } else if (entries == 0) {
+    available = makeCondition(kConditionGatewayAvailable, false, "NoAddresses",
+                              "no gateway runs without an egress IP", generation);
+  } else if (d == nullptr) {
+    available =
+        makeCondition(kConditionGatewayAvailable, false, "Pending",
+                      "Deployment " + gatewayName(info.name) + " does not exist yet", generation);
+  } else {
+    const auto rollout = apps::deploymentRolloutStatus(*d);
+    const bool ok =
+        rollout.done && d->spec.replicas.value_or(1) == entries && availablePods >= entries;
+    available = makeCondition(
+        kConditionGatewayAvailable, ok,
+        ok ? "Available" : (rollout.failed ? "ProgressDeadlineExceeded" : "Progressing"),
+        std::to_string(availablePods) + " of " + std::to_string(entries) +
+            " gateway pods available" +
+            (ok || rollout.message.empty() ? "" : ": " + rollout.message),
+        generation);
+  }
+
+  meta::Condition ready;
+  if (allocated.status != meta::kConditionTrue) {
+    ready = makeCondition(kConditionReady, false, allocated.reason, allocated.message, generation);
+  } else if (available.status != meta::kConditionTrue) {
+    ready = makeCondition(kConditionReady, false, available.reason, available.message, generation);
+  } else if (readyHolders < entries) {
+    ready = makeCondition(kConditionReady, false, "GatewaysNotReady",
+                          std::to_string(readyHolders) + " of " + std::to_string(entries) +
+                              " egress IPs are held by a Ready gateway pod",
+                          generation);
+  } else {
+    ready = makeCondition(kConditionReady, true, "Ready",
+                          "every egress IP is held by a Ready gateway pod", generation);
+  }
+  meta::setCondition(s.conditions, allocated, now);
+  meta::setCondition(s.conditions, available, now);
+  meta::setCondition(s.conditions, ready, now);
+  return s;
+}
+
+}  // namespace egress::controller

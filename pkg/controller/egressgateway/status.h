@@ -1,0 +1,33 @@
+// File: status.h
+//
+// The status a policy should have, computed from its info view (pure, so the IPPoolProcessor,
+// which writes the ledger, and the StatusProcessor, which writes the rest, agree to the byte and
+// an unchanged status is never written):
+//   pool, egressIPs, gateways[]   the ledger (the assignment, or the written one when the spec
+//                                 is invalid), each entry with the pod that holds it, its node
+//                                 and readiness
+//   selectedPods, observedGeneration
+//   IPAllocated                   every replica has its addresses, or why not (the reason of the
+//                                 allocator's shortfall, or InvalidSpec)
+//   GatewayAvailable              the Deployment rolled out with one available pod per entry
+//   Ready                         both, and every entry held by a Ready pod
+// Conditions keep their lastTransitionTime unless their status flips (meta::setCondition).
+#pragma once
+
+#include "pkg/base/clock.h"
+#include "pkg/controller/apis/egressgateway_policy.h"
+
+namespace egress::controller {
+
+v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo& info,
+                                                  meta::Time now);
+
+// The ledger a status holds, parsed (entries that do not parse are left out).
+std::vector<ipam::Entry> statusLedger(const v1alpha1::EgressGatewayPolicyStatus& status);
+
+// The gateway pod holding each ledger entry ("" if none): pods whose annotation names the
+// entry, the older pod first when two claim one.
+std::vector<std::string> entryHolders(const EgressGatewayPolicyInfo& info,
+                                      const std::vector<ipam::Entry>& ledger);
+
+}  // namespace egress::controller

@@ -1,0 +1,149 @@
+#include "pkg/controller/metrics.h"
+
+#include <string_view>
+
+namespace egress::controller {
+
+Metrics::Metrics(prometheus::Registry* registry) {
+  if (registry == nullptr) {
+    return;
+  }
+  poolAddresses_ = &prometheus::BuildGauge()
+                        .Name("egress_ipam_pool_addresses")
+                        .Help(
+                            "Addresses of an IPAMPool by family and state (total, allocated, "
+                            "free); counts saturate at 2^63-1.")
+                        .Register(*registry);
+  failures_ = &prometheus::BuildCounter()
+                   .Name("egress_ip_allocation_failures_total")
+                   .Help("Times a policy fell short of egress IPs, by pool and reason.")
+                   .Register(*registry);
+  policies_ = &prometheus::BuildGauge()
+                   .Name("egress_policies")
+                   .Help("EgressGatewayPolicies by state (ready, not_ready, invalid).")
+                   .Register(*registry);
+  replicas_ = &prometheus::BuildGauge()
+                   .Name("egress_gateway_replicas")
+                   .Help("Gateway pods of a policy: desired, and available.")
+                   .Register(*registry);
+  selected_ = &prometheus::BuildGauge()
+                   .Name("egress_selected_pods")
+                   .Help("Source pods a policy selects.")
+                   .Register(*registry);
+  for (const char* state : {"ready", "not_ready", "invalid"}) {
+    policies_->Add({{"state", state}}).Set(0);
+  }
+}
+
+void Metrics::setPoolAddresses(const std::string& pool, ipam::Family family, bool hasFamily,
+                               const ipam::FamilyCounts& counts) {
+  if (poolAddresses_ == nullptr) {
+    return;
+  }
+  const std::string f(ipam::familyName(family));
+  const std::pair<const char*, int64_t> states[] = {
+      {"total", counts.total}, {"allocated", counts.allocated}, {"free", counts.free}};
+  for (const auto& [state, value] : states) {
+    auto key = std::make_tuple(pool, f, std::string(state));
+    auto it = poolSeries_.find(key);
+    if (!hasFamily) {
+      if (it != poolSeries_.end()) {
+        poolAddresses_->Remove(it->second);
+        poolSeries_.erase(it);
+      }
+      continue;
+    }
+    if (it == poolSeries_.end()) {
+      it =
+          poolSeries_
+              .emplace(key, &poolAddresses_->Add({{"pool", pool}, {"family", f}, {"state", state}}))
+              .first;
+    }
+    it->second->Set(static_cast<double>(value));
+  }
+}
+
+void Metrics::removePool(const std::string& pool) {
+  for (auto it = poolSeries_.begin(); it != poolSeries_.end();) {
+    if (std::get<0>(it->first) == pool) {
+      poolAddresses_->Remove(it->second);
+      it = poolSeries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = failureSeries_.begin(); it != failureSeries_.end();) {
+    if (it->first.first == pool) {
+      failures_->Remove(it->second);
+      it = failureSeries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Metrics::allocationFailed(const std::string& pool, const std::string& reason) {
+  if (failures_ == nullptr) {
+    return;
+  }
+  auto key = std::make_pair(pool, reason);
+  auto it = failureSeries_.find(key);
+  if (it == failureSeries_.end()) {
+    it = failureSeries_.emplace(key, &failures_->Add({{"pool", pool}, {"reason", reason}})).first;
+  }
+  it->second->Increment();
+}
+
+void Metrics::setPolicies(int ready, int notReady, int invalid) {
+  if (policies_ == nullptr) {
+    return;
+  }
+  policies_->Add({{"state", "ready"}}).Set(ready);
+  policies_->Add({{"state", "not_ready"}}).Set(notReady);
+  policies_->Add({{"state", "invalid"}}).Set(invalid);
+}
+
+void Metrics::setPolicy(const std::string& ns, const std::string& name, int desired, int available,
+                        int selectedPods) {
+  if (replicas_ == nullptr) {
+    return;
+  }
+  for (const auto& [state, value] :
+       {std::pair<std::string_view, int>{"desired", desired}, {"available", available}}) {
+    auto key = std::make_tuple(ns, name, std::string(state));
+    auto it = replicaSeries_.find(key);
+    if (it == replicaSeries_.end()) {
+      it = replicaSeries_
+               .emplace(key,
+                        &replicas_->Add(
+                            {{"namespace", ns}, {"policy", name}, {"state", std::string(state)}}))
+               .first;
+    }
+    it->second->Set(value);
+  }
+  auto key = std::make_pair(ns, name);
+  auto it = selectedSeries_.find(key);
+  if (it == selectedSeries_.end()) {
+    it = selectedSeries_.emplace(key, &selected_->Add({{"namespace", ns}, {"policy", name}})).first;
+  }
+  it->second->Set(selectedPods);
+}
+
+void Metrics::removePolicy(const std::string& ns, const std::string& name) {
+  if (replicas_ == nullptr) {
+    return;
+  }
+  for (const char* state : {"desired", "available"}) {
+    if (auto it = replicaSeries_.find(std::make_tuple(ns, name, std::string(state)));
+        it != replicaSeries_.end()) {
+      replicas_->Remove(it->second);
+      replicaSeries_.erase(it);
+    }
+  }
+  if (auto it = selectedSeries_.find(std::make_pair(ns, name)); it != selectedSeries_.end()) {
+    selected_->Remove(it->second);
+    selectedSeries_.erase(it);
+  }
+}
+
+}  // namespace egress::controller

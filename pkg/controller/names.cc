@@ -1,0 +1,34 @@
+#include "pkg/controller/names.h"
+
+namespace egress::controller {
+
+std::string gatewayName(std::string_view policy) {
+  return "egw-" + std::string(policy);
+}
+
+kube::Resource policiesResource() {
+  return {std::string(kGroup), "v1alpha1", "egressgatewaypolicies", true};
+}
+kube::Resource poolsResource() {
+  return {std::string(kGroup), "v1alpha1", "ipampools", false};
+}
+kube::Resource operatorConfigsResource() {
+  return {std::string(kGroup), "v1alpha1", "operatorconfigs", false};
+}
+kube::Resource podsResource() {
+  return {"", "v1", "pods", true};
+}
+kube::Resource namespacesResource() {
+  return {"", "v1", "namespaces", false};
+}
+kube::Resource deploymentsResource() {
+  return {"apps", "v1", "deployments", true};
+}
+kube::Resource configMapsResource() {
+  return {"", "v1", "configmaps", true};
+}
+kube::Resource podDisruptionBudgetsResource(bool policyV1) {
+  return {"policy", policyV1 ? "v1" : "v1beta1", "poddisruptionbudgets", true};
+}
+
+}  // namespace egress::controller

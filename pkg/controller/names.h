@@ -1,0 +1,67 @@
+// File: names.h
+//
+// The names the operator writes into the cluster and finds its objects by: resources, labels,
+// the egress-IP annotation, the field manager, the condition types and reasons. They are the
+// operator's contract with the gateway data plane (egw-agent), with users' label selectors and
+// with alert rules, so they live in one place and change only deliberately.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "pkg/kube/rest_client.h"
+
+namespace egress::controller {
+
+inline constexpr std::string_view kGroup = "networking.egressgateway.dev";
+inline constexpr std::string_view kApiVersion = "networking.egressgateway.dev/v1alpha1";
+inline constexpr std::string_view kPolicyKind = "EgressGatewayPolicy";
+inline constexpr std::string_view kPoolKind = "IPAMPool";
+inline constexpr std::string_view kOperatorConfigKind = "OperatorConfig";
+// The one OperatorConfig the operator reads.
+inline constexpr std::string_view kOperatorConfigName = "default";
+
+// Server-side apply's field manager, and the Events' reportingController.
+inline constexpr std::string_view kFieldManager = "egress-gateway-operator";
+
+// On every object the operator makes (Deployments, ConfigMaps, PodDisruptionBudgets) and on the
+// gateway pods: the informers select on kManagedByLabel, so they cache only the operator's own.
+inline constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr std::string_view kManagedByValue = "egress-gateway-operator";
+inline constexpr std::string_view kNameLabel = "app.kubernetes.io/name";
+inline constexpr std::string_view kNameValue = "egress-gateway";
+// The policy (in the object's namespace) a gateway object or pod belongs to.
+inline constexpr std::string_view kPolicyLabel = "egressgateway.dev/policy";
+
+// On a gateway pod: the ledger entry it holds, its addresses comma-separated, IPv4 first
+// ("203.0.113.5" or "203.0.113.5,2001:db8::5"). The data plane programs the pod's node from it;
+// the pod reads it through a downward-API volume.
+inline constexpr std::string_view kEgressIPsAnnotation = "egressgateway.dev/egress-ips";
+// On the objects the operator applies: a digest of what it applied, so an unchanged object is
+// not applied again.
+inline constexpr std::string_view kAppliedHashAnnotation = "egressgateway.dev/applied-hash";
+
+// The Deployment, ConfigMap and PodDisruptionBudget of policy `policy`.
+std::string gatewayName(std::string_view policy);
+
+// Condition types.
+inline constexpr std::string_view kConditionReady = "Ready";
+inline constexpr std::string_view kConditionIPAllocated = "IPAllocated";
+inline constexpr std::string_view kConditionGatewayAvailable = "GatewayAvailable";
+inline constexpr std::string_view kConditionExhausted = "Exhausted";
+inline constexpr std::string_view kConditionOverlapping = "Overlapping";
+inline constexpr std::string_view kConditionValid = "Valid";
+
+// The resources the operator reads and writes.
+kube::Resource policiesResource();
+kube::Resource poolsResource();
+kube::Resource operatorConfigsResource();
+kube::Resource podsResource();
+kube::Resource namespacesResource();
+kube::Resource deploymentsResource();
+kube::Resource configMapsResource();
+// policy/v1 where the server has it (1.21+), else policy/v1beta1 (1.20): the operator asks the
+// server at start (serverHasPolicyV1) and uses the same object shape either way.
+kube::Resource podDisruptionBudgetsResource(bool policyV1);
+
+}  // namespace egress::controller

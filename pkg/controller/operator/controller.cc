@@ -1,0 +1,101 @@
+#include "pkg/controller/operator/controller.h"
+
+#include "pkg/apis/networking/v1alpha1/validation.h"
+#include "pkg/client/networking/v1alpha1/zz_generated.clientset.h"
+#include "pkg/controller/conditions.h"
+#include "pkg/controller/names.h"
+#include "pkg/controllerruntime/event_handlers.h"
+
+namespace egress::controller {
+namespace {
+
+using controllerruntime::ReconcileResult;
+
+}  // namespace
+
+OperatorController::OperatorController(Options options, Context& ctx)
+    : Controller(std::move(options)), ctx_(ctx) {}
+
+Result<Ok, std::string> OperatorController::addEventHandlers() {
+  auto reg = ctx_.cache.operatorConfigs().addEventHandler(
+      controllerruntime::enqueueForObject<v1alpha1::OperatorConfig>(enqueuer()));
+  if (!reg) {
+    return reg.error().message();
+  }
+  return Ok{};
+}
+
+net::awaitable<ReconcileResult> OperatorController::reconcile(const std::string& key) {
+  auto config = ctx_.cache.operatorConfigs().indexer().get(key);
+  if (!config) {
+    co_return ReconcileResult::done();
+  }
+  const int64_t generation = config->metadata.generation;
+  const auto now = meta::truncateToSeconds(ctx_.clock.wallNow());
+  v1alpha1::OperatorConfigStatus status = config->status;
+  status.observedGeneration = generation;
+  meta::Condition ready;
+  if (key != kOperatorConfigName) {
+    ready = makeCondition(kConditionReady, false, "NotDefault",
+                          "only the OperatorConfig named default is read; this one is ignored",
+                          generation);
+  } else {
+    int readyCount = 0;
+    int invalid = 0;
+    const auto policies = ctx_.cache.allPolicies();
+    for (const auto& p : policies) {
+      if (conditionIsTrue(p->status.conditions, kConditionReady)) {
+        ++readyCount;
+      } else if (conditionReason(p->status.conditions, kConditionIPAllocated) == "InvalidSpec") {
+        ++invalid;
+      }
+    }
+    const int total = static_cast<int>(policies.size());
+    ctx_.metrics.setPolicies(readyCount, total - readyCount - invalid, invalid);
+    status.policies = total;
+    status.readyPolicies = readyCount;
+    status.pools = static_cast<int32_t>(ctx_.cache.allPools().size());
+    const auto errs = v1alpha1::validate(*config);
+    if (!errs.empty()) {
+      ready =
+          makeCondition(kConditionReady, false, "InvalidSpec", validation::join(errs), generation);
+    } else if (!config->spec.defaultPool.empty() && !ctx_.cache.pool(config->spec.defaultPool)) {
+      ready = makeCondition(
+          kConditionReady, false, "DefaultPoolNotFound",
+          "spec.defaultPool names IPAMPool " + config->spec.defaultPool + ", which does not exist",
+          generation);
+    } else {
+      ready = makeCondition(
+          kConditionReady, true, "Ready",
+          std::to_string(readyCount) + " of " + std::to_string(total) + " policies are Ready",
+          generation);
+    }
+  }
+  const std::string wasReason = conditionReason(config->status.conditions, kConditionReady);
+  meta::setCondition(status.conditions, ready, now);
+  if (status == config->status) {
+    co_return ReconcileResult::done();
+  }
+  if (ready.status != meta::kConditionTrue && wasReason != ready.reason) {
+    ctx_.recorder.event(referenceTo(kOperatorConfigKind, config->metadata), core::kEventTypeWarning,
+                        ready.reason, ready.message);
+  }
+  v1alpha1::OperatorConfig updated = *config;
+  updated.status = std::move(status);
+  client::TypedClient<v1alpha1::OperatorConfig> configs(ctx_.client, "");
+  kube::WriteOptions opts;
+  opts.fieldManager = std::string(kFieldManager);
+  auto written = co_await configs.updateStatus(std::move(updated), std::move(opts));
+  if (!written) {
+    if (written.error().isConflict()) {
+      co_return ReconcileResult::requeue();
+    }
+    if (written.error().isNotFound()) {
+      co_return ReconcileResult::done();
+    }
+    co_return ReconcileResult::error("writing status: " + written.error().message());
+  }
+  co_return ReconcileResult::done();
+}
+
+}  // namespace egress::controller

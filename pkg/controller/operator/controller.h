@@ -1,0 +1,30 @@
+// File: controller.h
+//
+// The operator subcontroller: reconciles the cluster singleton OperatorConfig "default". It
+// validates the config, and reports in its status what the operator manages (policies, Ready
+// policies, pools) with a Ready condition: False while the spec is invalid (InvalidSpec) or names
+// a defaultPool that does not exist (DefaultPoolNotFound). It also sets egress_policies{state}.
+// An OperatorConfig of another name (a 1.20 server cannot refuse it) is never read; its status
+// says so once. Its key is queued, batched, whenever a policy's or a pool's status changes.
+#pragma once
+
+#include <string>
+
+#include "pkg/controller/context.h"
+#include "pkg/controllerruntime/controller.h"
+
+namespace egress::controller {
+
+class OperatorController : public controllerruntime::Controller {
+ public:
+  OperatorController(Options options, Context& ctx);
+
+ protected:
+  Result<Ok, std::string> addEventHandlers() override;
+  net::awaitable<controllerruntime::ReconcileResult> reconcile(const std::string& key) override;
+
+ private:
+  Context& ctx_;
+};
+
+}  // namespace egress::controller

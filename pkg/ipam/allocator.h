@@ -1,0 +1,228 @@
+// File: allocator.h
+//
+// Allocator: the cluster's egress-IP book, over every IPAMPool at once. A Pool (pool.h) knows one
+// pool's free space; the Allocator adds what only a view of all of them can decide, with no I/O
+// and no Kubernetes types, so the controller's rules can be tested exhaustively here:
+//
+//   - One address, one holder, cluster-wide. Pools may overlap and a policy may hold explicit
+//     addresses with no pool at all, so uniqueness is checked against every holding, not per
+//     pool. An address one pool would hand out but that is held elsewhere is fenced off in that
+//     pool (held by an internal owner) the moment it is met, and never handed out.
+//   - rebuild() is the start hook's restore: the policies' ledgers (status.pool +
+//     status.gateways) in, every conflict out. The older policy (creation time, then name) keeps
+//     a doubly claimed address; addresses outside their pool or excluded stay held by their
+//     owner (fail closed) and are counted as `outside`; a ledger naming a pool that does not
+//     exist keeps its addresses held, waiting for the pool.
+//   - Overlapping pools: the older pool (creation time, then name) wins; the newer one makes no
+//     new allocations while it overlaps (overlapOf()).
+//   - assign() brings one policy to `replicas` ledger entries (one address per family each):
+//     explicit addresses first, in order, then the addresses it already holds, in ledger order
+//     (sticky: an entry's address never changes while the policy keeps the entry), then new ones,
+//     lowest first. Entries it cannot complete are left out and the reason says why; nothing is
+//     released by assign().
+//   - Releases are two-phase: commit() is called once the new ledger is written to the API, and
+//     only then does what the policy held beyond it become free. A crash between the two leaves
+//     the old ledger in the API, whose addresses are then still held by nobody else.
+//
+// Owners are policy keys ("namespace/name"). Not thread-safe: one controller owns it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pkg/ipam/address.h"
+#include "pkg/ipam/pool.h"
+
+namespace egress::ipam {
+
+// One IPAMPool as the allocator needs it.
+struct PoolSpec {
+  std::string name;
+  // Creation time (any monotonic unit, e.g. Unix seconds): the older pool wins an overlap.
+  int64_t created = 0;
+  std::vector<std::string> cidrs;
+  std::vector<std::string> exclude;
+  // No new allocations; what is held stays.
+  bool disabled = false;
+  // Why the pool's spec is invalid (its validation errors); non-empty: no new allocations.
+  std::string invalid;
+
+  bool operator==(const PoolSpec&) const = default;
+};
+
+// One gateway's addresses: one per family the policy asks for, IPv4 first.
+using Entry = std::vector<Address>;
+
+// What a policy's status says it holds.
+struct PolicyLedger {
+  std::string owner;
+  int64_t created = 0;
+  // status.pool; "" when it holds only explicit addresses outside any pool.
+  std::string pool;
+  // status.gateways[].egressIPs, in order.
+  std::vector<std::vector<std::string>> entries;
+};
+
+// Why a policy holds fewer entries than it asked for, as the IPAllocated condition's reason.
+enum class Shortfall {
+  kNone,
+  kNoPool,              // no pool named, no default, and no explicit addresses
+  kPoolNotFound,        // the named pool does not exist
+  kPoolInvalid,         // the pool's spec does not parse
+  kPoolDisabled,        // spec.disabled: no new allocations
+  kPoolOverlapping,     // a newer pool overlapping an older one: no new allocations
+  kNotAllowed,          // the caller forbade new allocations (the pool's namespaceSelector)
+  kPoolChanged,         // the spec names another pool than the one the ledger is in
+  kPoolExhausted,       // no free address of a family
+  kNotEnoughAddresses,  // no pool, and fewer explicit addresses than replicas
+  kAddressConflict,     // an explicit address is held by another policy
+  kAddressNotInPool,    // an explicit address is outside the pool or excluded
+  kInvalidAddress,      // an explicit address is not an IP address
+};
+
+// "PoolExhausted", ... ; "" for kNone.
+std::string_view shortfallName(Shortfall s);
+
+struct AssignRequest {
+  std::string owner;
+  // The resolved pool; "" for none.
+  std::string pool;
+  // The families of every entry: {kIPv4}, {kIPv6} or {kIPv4, kIPv6}.
+  std::vector<Family> families;
+  int replicas = 1;
+  // spec.egressIP.addresses, in order (both families mixed, as the spec lists them).
+  std::vector<std::string> explicitAddresses;
+  // False: keep and re-take what is held, make no new allocations (`denied` says why).
+  bool allowNew = true;
+  Shortfall denied = Shortfall::kNotAllowed;
+  std::string deniedMessage;
+};
+
+struct Assignment {
+  // The ledger to write: complete entries, in order.
+  std::string pool;
+  std::vector<Entry> entries;
+  Shortfall shortfall = Shortfall::kNone;
+  // One sentence for the condition and the event; "" when complete.
+  std::string message;
+  // Addresses this call newly took for the owner (for the event).
+  std::vector<Address> allocated;
+  // Addresses held now that the ledger no longer lists: freed by commit().
+  std::vector<Address> surplus;
+};
+
+// One address a rebuild could not give to its claimant.
+struct RebuildConflict {
+  std::string owner;
+  std::string address;
+  // kAlreadyAllocated: the older policy that keeps it; empty otherwise.
+  std::string holder;
+  // kAlreadyAllocated (lost to `holder`), kInvalidAddress (not an address: dropped),
+  // kNotInPool / kExcluded (kept, held outside the pool).
+  Reason reason = Reason::kAlreadyAllocated;
+  std::string message;
+};
+
+// A pool's state for its status and metrics.
+struct PoolState {
+  bool exists = false;
+  // The spec did not parse (Pool::create failed): no allocations.
+  std::optional<std::string> invalid;
+  bool disabled = false;
+  FamilyCounts ipv4;
+  FamilyCounts ipv6;
+  bool hasIPv4 = false;
+  bool hasIPv6 = false;
+  // The older pool this one overlaps, if any.
+  std::string overlaps;
+  // Policies whose ledger names this pool.
+  int policies = 0;
+};
+
+class Allocator {
+ public:
+  Allocator() = default;
+
+  // Replaces everything: these pools, these ledgers. Ledgers are taken oldest first.
+  std::vector<RebuildConflict> rebuild(const std::vector<PoolSpec>& pools,
+                                       const std::vector<PolicyLedger>& ledgers);
+
+  // A pool was created or its spec changed: its free space is computed afresh and what is held
+  // in it is kept (addresses it no longer covers stay held, counted as outside).
+  void setPool(const PoolSpec& spec);
+  // A pool was deleted: what its policies hold stays held, waiting for a pool of that name.
+  void removePool(std::string_view name);
+
+  Assignment assign(const AssignRequest& request);
+  // The owner's ledger `entries` (in `pool`) is now written: frees what it held beyond them,
+  // except addresses still `inUse` (a gateway pod still carries them: they are freed by a later
+  // commit, once no pod does).
+  std::vector<Address> commit(const std::string& owner, const std::string& pool,
+                              const std::vector<Entry>& entries, const std::set<Address>& inUse);
+  std::vector<Address> commit(const std::string& owner, const std::string& pool,
+                              const std::vector<Entry>& entries) {
+    return commit(owner, pool, entries, {});
+  }
+  // The owner is gone: frees everything it held.
+  std::vector<Address> releaseAll(const std::string& owner);
+
+  PoolState poolState(std::string_view name) const;
+  // The spec the pool was last set with; null if the allocator has no such pool.
+  const PoolSpec* poolSpec(std::string_view name) const;
+  std::vector<std::string> poolNames() const;
+  // The pool whose ledger `owner` last committed (or was rebuilt with); nullopt if none.
+  std::optional<std::string> committedPool(const std::string& owner) const;
+  // The entries last committed for `owner`.
+  std::vector<Entry> committedEntries(const std::string& owner) const;
+  // Who holds `address`; "" if nobody.
+  std::string holderOf(const Address& address) const;
+  // Owners whose last assign() in `pool` fell short for want of free addresses: a release in
+  // the pool may let them complete.
+  std::vector<std::string> waitingFor(std::string_view pool) const;
+  // Every owner that holds something or has a committed ledger.
+  std::vector<std::string> owners() const;
+
+ private:
+  // Who fences an address in a pool when it is held outside that pool. Not a valid policy key.
+  static constexpr std::string_view kFence = "\x01held-elsewhere";
+
+  struct PoolRecord {
+    PoolSpec spec;
+    std::optional<Pool> pool;  // nullopt: the spec does not parse
+    std::string invalid;
+  };
+  struct Holding {
+    std::string owner;
+    std::string pool;  // the pool it is held in (may not exist); "" = no pool
+  };
+  struct OwnerRecord {
+    std::string pool;  // committed pool
+    bool committed = false;
+    std::vector<Entry> entries;  // committed ledger
+    std::set<Address> held;
+    std::string waitingPool;  // set while short of free addresses there
+  };
+
+  PoolRecord* findPool(std::string_view name);
+  const PoolRecord* findPool(std::string_view name) const;
+  void recomputeOverlaps();
+  // Holds `a` for `owner` in `pool` ("" = none); false if someone else holds it.
+  bool take(const std::string& owner, const std::string& pool, const Address& a);
+  void free(const Address& a);
+  // The lowest free address of `family` in `rec` that nobody else holds, now owner's.
+  std::optional<Address> allocateOne(PoolRecord& rec, const std::string& owner, Family family);
+  // Restores every holding in `rec`'s Pool.
+  void restoreInto(PoolRecord& rec);
+
+  std::map<std::string, PoolRecord, std::less<>> pools_;
+  std::map<std::string, std::string, std::less<>> overlaps_;  // newer pool -> older pool
+  std::map<Address, Holding> holders_;
+  std::map<std::string, OwnerRecord, std::less<>> owners_;
+};
+
+}  // namespace egress::ipam

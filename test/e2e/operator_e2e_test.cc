@@ -1,0 +1,909 @@
+// End-to-end: the egress-operator binary as its own process against the real local control plane
+// (etcd, kube-apiserver 1.20, controller-manager with its garbage collector, scheduler, and the
+// test kubelet that makes scheduled pods Running and Ready). Each test starts its own operator
+// and its own namespaces and pools, and checks what a user sees: statuses, conditions, events,
+// the gateway objects, the pods' annotations, and the operator's own /metrics.
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include "test/e2e/testenv/child_process.h"
+#include "test/e2e/testenv/environment.h"
+#include "test/e2e/testenv/loopback.h"
+#include "test/testutil/temp_dir.h"
+#include <signal.h>
+#include <sys/wait.h>
+
+namespace egress {
+namespace {
+
+using namespace std::chrono_literals;
+using testenv::controlPlane;
+
+constexpr const char* kImage = "example.invalid/egress-gateway:e2e";
+constexpr const char* kPolicyLabel = "egressgateway.dev/policy";
+constexpr const char* kAnnotation = "egressgateway.dev/egress-ips";
+
+// Polls `check` until it holds or `timeout` passes; `what` describes the wait on failure.
+bool eventually(const std::function<bool()>& check, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (check()) {
+      return true;
+    }
+    std::this_thread::sleep_for(250ms);
+  }
+  return check();
+}
+
+// The sum of the samples of `name` whose labels include every pair of `labels`, in Prometheus
+// text format; the labels' values may list alternatives separated by '|'.
+double metricSum(const std::string& text, const std::string& name,
+                 const std::map<std::string, std::string>& labels = {}) {
+  double sum = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.compare(0, name.size(), name) != 0) {
+      continue;
+    }
+    const char next = line.size() > name.size() ? line[name.size()] : '\0';
+    if (next != '{' && next != ' ') {
+      continue;
+    }
+    bool match = true;
+    for (const auto& [k, alternatives] : labels) {
+      bool any = false;
+      std::istringstream alts(alternatives);
+      std::string v;
+      while (std::getline(alts, v, '|')) {
+        any = any || line.find(k + "=\"" + v + "\"") != std::string::npos;
+      }
+      match = match && any;
+    }
+    if (match) {
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return sum;
+}
+
+// One egress-operator process.
+class Operator {
+ public:
+  Operator(const std::string& dir, const std::string& name, std::vector<std::string> extraArgs)
+      : metricsPort_(testenv::freeLoopbackPort()), probePort_(testenv::freeLoopbackPort()) {
+    std::vector<std::string> args = {
+        EGRESS_OPERATOR_BINARY,
+        "--kubeconfig=" + controlPlane().kubeconfig(),
+        "--metrics-bind-address=127.0.0.1:" + std::to_string(metricsPort_),
+        "--health-probe-bind-address=127.0.0.1:" + std::to_string(probePort_),
+        "--graceful-shutdown-timeout=10s",
+        "--kube-api-qps=100",
+        "--kube-api-burst=200"};
+    args.insert(args.end(), extraArgs.begin(), extraArgs.end());
+    logFile_ = dir + "/" + name + ".log";
+    process_ = std::make_unique<testenv::ChildProcess>(args, logFile_);
+  }
+
+  testenv::ChildProcess& process() { return *process_; }
+  const std::string& logFile() const { return logFile_; }
+  std::string metrics() const { return testenv::httpGet(metricsPort_, "/metrics"); }
+  bool ready() const { return !testenv::httpGet(probePort_, "/readyz").empty(); }
+  // API writes this process made (every verb but GET), from its rest_client_requests_total.
+  double writes() const {
+    return metricSum(metrics(), "rest_client_requests_total",
+                     {{"method", "POST|PUT|PATCH|DELETE"}});
+  }
+  // Waits until this process has made no write for `quiet` (batched pool and summary recounts
+  // land a second or two after the policies they count); false if it never goes quiet.
+  bool settle(std::chrono::seconds quiet, std::chrono::seconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    double last = writes();
+    auto since = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(500ms);
+      const double now = writes();
+      if (now != last) {
+        last = now;
+        since = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - since >= quiet) {
+        return true;
+      }
+    }
+    return false;
+  }
+  double reconciles(const std::string& controller) const {
+    return metricSum(metrics(), "controller_runtime_reconcile_total", {{"controller", controller}});
+  }
+
+ private:
+  int metricsPort_;
+  int probePort_;
+  std::string logFile_;
+  std::unique_ptr<testenv::ChildProcess> process_;
+};
+
+// How a reaped process ended, as a shell says it: its exit code, or 128 + the signal.
+std::optional<int> exitCode(const std::optional<int>& waitStatus) {
+  if (!waitStatus) {
+    return std::nullopt;
+  }
+  return WIFEXITED(*waitStatus) ? WEXITSTATUS(*waitStatus) : 128 + WTERMSIG(*waitStatus);
+}
+
+rapidjson::Document parseJson(const std::string& text) {
+  rapidjson::Document d;
+  d.Parse<rapidjson::kParseIterativeFlag>(text.c_str());
+  return d;
+}
+
+std::string str(const rapidjson::Value& v, const char* name) {
+  if (!v.IsObject()) {
+    return "";
+  }
+  auto it = v.FindMember(name);
+  return it != v.MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
+}
+
+const rapidjson::Value* at(const rapidjson::Value& v, std::initializer_list<const char*> path) {
+  const rapidjson::Value* cur = &v;
+  for (const char* p : path) {
+    if (!cur->IsObject()) {
+      return nullptr;
+    }
+    auto it = cur->FindMember(p);
+    if (it == cur->MemberEnd()) {
+      return nullptr;
+    }
+    cur = &it->value;
+  }
+  return cur;
+}
+
+// A policy as the test reads it back.
+struct PolicyView {
+  std::string name;
+  std::string pool;
+  std::vector<std::string> egressIPs;
+  std::vector<std::vector<std::string>> ledger;  // status.gateways[].egressIPs
+  std::vector<std::string> ledgerPods;           // status.gateways[].pod
+  int selectedPods = 0;
+  std::map<std::string, std::pair<std::string, std::string>> conditions;  // type -> status, reason
+  std::map<std::string, std::string> messages;
+
+  bool conditionIs(const std::string& type, const std::string& status) const {
+    auto it = conditions.find(type);
+    return it != conditions.end() && it->second.first == status;
+  }
+  std::string reason(const std::string& type) const {
+    auto it = conditions.find(type);
+    return it == conditions.end() ? "" : it->second.second;
+  }
+};
+
+std::vector<std::string> strings(const rapidjson::Value* v) {
+  std::vector<std::string> out;
+  if (v != nullptr && v->IsArray()) {
+    for (const auto& s : v->GetArray()) {
+      if (s.IsString()) {
+        out.emplace_back(s.GetString());
+      }
+    }
+  }
+  return out;
+}
+
+PolicyView viewOf(const rapidjson::Value& item) {
+  PolicyView p;
+  p.name = str(*at(item, {"metadata"}), "name");
+  if (const auto* st = at(item, {"status"})) {
+    p.pool = str(*st, "pool");
+    p.egressIPs = strings(at(*st, {"egressIPs"}));
+    if (const auto* gws = at(*st, {"gateways"}); gws != nullptr && gws->IsArray()) {
+      for (const auto& g : gws->GetArray()) {
+        p.ledger.push_back(strings(at(g, {"egressIPs"})));
+        p.ledgerPods.push_back(str(g, "pod"));
+      }
+    }
+    if (const auto* sel = at(*st, {"selectedPods"}); sel != nullptr && sel->IsInt()) {
+      p.selectedPods = sel->GetInt();
+    }
+    if (const auto* cs = at(*st, {"conditions"}); cs != nullptr && cs->IsArray()) {
+      for (const auto& c : cs->GetArray()) {
+        p.conditions[str(c, "type")] = {str(c, "status"), str(c, "reason")};
+        p.messages[str(c, "type")] = str(c, "message");
+      }
+    }
+  }
+  return p;
+}
+
+std::map<std::string, PolicyView> policies(const std::string& ns) {
+  std::map<std::string, PolicyView> out;
+  auto got = controlPlane().kubectl({"get", "egp", "-n", ns, "-o", "json"});
+  if (!got.ok()) {
+    return out;
+  }
+  auto doc = parseJson(got.output);
+  if (const auto* items = at(doc, {"items"}); items != nullptr && items->IsArray()) {
+    for (const auto& item : items->GetArray()) {
+      auto v = viewOf(item);
+      out[v.name] = v;
+    }
+  }
+  return out;
+}
+
+// name -> (annotation, nodeName, deleting) of the gateway pods of `policy`.
+struct PodView {
+  std::string annotation;
+  std::string node;
+  bool deleting = false;
+};
+std::map<std::string, PodView> gatewayPods(const std::string& ns, const std::string& policy) {
+  std::map<std::string, PodView> out;
+  auto got = controlPlane().kubectl(
+      {"get", "pods", "-n", ns, "-l", std::string(kPolicyLabel) + "=" + policy, "-o", "json"});
+  auto doc = parseJson(got.output);
+  if (const auto* items = at(doc, {"items"}); items != nullptr && items->IsArray()) {
+    for (const auto& item : items->GetArray()) {
+      PodView p;
+      if (const auto* a = at(item, {"metadata", "annotations"}); a != nullptr) {
+        p.annotation = str(*a, kAnnotation);
+      }
+      p.node = str(*at(item, {"spec"}), "nodeName");
+      p.deleting = at(item, {"metadata", "deletionTimestamp"}) != nullptr;
+      out[str(*at(item, {"metadata"}), "name")] = p;
+    }
+  }
+  return out;
+}
+
+// A pool's status field through jsonpath, "" read as "0".
+std::string poolField(const std::string& pool, const std::string& path) {
+  auto got = controlPlane().kubectl({"get", "ipampool", pool, "-o", "jsonpath={" + path + "}"});
+  return got.output.empty() ? "0" : got.output;
+}
+
+std::map<std::string, std::string> configMapData(const std::string& ns, const std::string& name) {
+  std::map<std::string, std::string> out;
+  auto got = controlPlane().kubectl({"get", "configmap", "-n", ns, name, "-o", "json"});
+  if (!got.ok()) {
+    return out;
+  }
+  auto doc = parseJson(got.output);
+  if (const auto* data = at(doc, {"data"}); data != nullptr && data->IsObject()) {
+    for (const auto& m : data->GetObject()) {
+      out[m.name.GetString()] = m.value.IsString() ? m.value.GetString() : "";
+    }
+  }
+  return out;
+}
+
+bool exists(const std::vector<std::string>& args) {
+  return controlPlane().kubectl(args).ok();
+}
+
+// Every Event's reason and message about `name` in `ns`.
+std::vector<std::pair<std::string, std::string>> eventsAbout(const std::string& ns,
+                                                             const std::string& name) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto got = controlPlane().kubectl(
+      {"get", "events", "-n", ns, "--field-selector", "involvedObject.name=" + name, "-o", "json"});
+  auto doc = parseJson(got.output);
+  if (const auto* items = at(doc, {"items"}); items != nullptr && items->IsArray()) {
+    for (const auto& e : items->GetArray()) {
+      out.emplace_back(str(e, "reason"), str(e, "message"));
+    }
+  }
+  return out;
+}
+
+bool hasEvent(const std::string& ns, const std::string& name, const std::string& reason,
+              const std::string& fragment = "") {
+  for (const auto& [r, m] : eventsAbout(ns, name)) {
+    if (r == reason && m.find(fragment) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string policyYaml(const std::string& ns, const std::string& name, const std::string& pool,
+                       int replicas, const std::string& app,
+                       const std::vector<std::string>& addresses = {}) {
+  std::string y =
+      "apiVersion: networking.egressgateway.dev/v1alpha1\nkind: EgressGatewayPolicy\n"
+      "metadata:\n  name: " +
+      name + "\n  namespace: " + ns +
+      "\nspec:\n  podSelector:\n    matchLabels:\n      app: " + app +
+      "\n  destinationCIDRs: [192.0.2.0/24]\n  egressIP:" +
+      (pool.empty() && addresses.empty() ? " {}\n" : "\n");
+  if (!pool.empty()) {
+    y += "    pool: " + pool + "\n";
+  }
+  if (!addresses.empty()) {
+    y += "    addresses:\n";
+    for (const auto& a : addresses) {
+      y += "      - " + a + "\n";
+    }
+  }
+  y += "  gateway:\n    replicas: " + std::to_string(replicas) + "\n";
+  return y;
+}
+
+std::string poolYaml(const std::string& name, const std::vector<std::string>& cidrs,
+                     const std::vector<std::string>& exclude = {}) {
+  std::string y =
+      "apiVersion: networking.egressgateway.dev/v1alpha1\nkind: IPAMPool\nmetadata:\n"
+      "  name: " +
+      name + "\nspec:\n  cidrs:\n";
+  for (const auto& c : cidrs) {
+    y += "    - " + c + "\n";
+  }
+  if (!exclude.empty()) {
+    y += "  exclude:\n";
+    for (const auto& e : exclude) {
+      y += "    - " + e + "\n";
+    }
+  }
+  return y;
+}
+
+std::string operatorConfigYaml(const std::string& defaultPool) {
+  return "apiVersion: networking.egressgateway.dev/v1alpha1\nkind: OperatorConfig\nmetadata:\n"
+         "  name: default\nspec:\n  gatewayImage: " +
+         std::string(kImage) + "\n" +
+         (defaultPool.empty() ? "" : "  defaultPool: " + defaultPool + "\n") +
+         "  clusterCIDRs: [10.244.0.0/16, 10.96.0.0/12]\n";
+}
+
+std::string podYaml(const std::string& ns, const std::string& name, const std::string& app) {
+  return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+         "\n  labels:\n    app: " + app +
+         "\nspec:\n  containers:\n    - name: c\n      image: example.invalid/app:1\n";
+}
+
+class OperatorE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto apply = controlPlane().kubectl({"apply", "-f", testenv::sourceDir() + "/manifests/"});
+    ASSERT_TRUE(apply.ok()) << apply.output;
+    auto wait = controlPlane().kubectl({"wait", "--for", "condition=established", "--timeout=60s",
+                                        "crd/ipampools.networking.egressgateway.dev",
+                                        "crd/egressgatewaypolicies.networking.egressgateway.dev",
+                                        "crd/operatorconfigs.networking.egressgateway.dev"});
+    ASSERT_TRUE(wait.ok()) << wait.output;
+  }
+
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty());
+    static int counter = 0;
+    suffix_ = std::to_string(::getpid() % 10000) + "-" + std::to_string(++counter);
+    ns_ = "egw-e2e-" + suffix_;
+    ASSERT_EQ(controlPlane().createNamespace(ns_), "");
+  }
+  void TearDown() override {
+    operators_.clear();
+    // Waited for, so that the next test's operator does not see this one's policies go.
+    controlPlane().kubectl({"delete", "namespace", ns_, "--timeout=180s"});
+    for (const auto& p : pools_) {
+      controlPlane().kubectl({"delete", "ipampool", p, "--ignore-not-found"});
+    }
+    controlPlane().kubectl({"delete", "operatorconfig", "default", "--ignore-not-found"});
+  }
+
+  // kubectl apply of a YAML document (or several, separated by ---).
+  ::testing::AssertionResult apply(const std::string& yaml) {
+    const std::string file = tmp_.path() + "/apply-" + std::to_string(++applied_) + ".yaml";
+    std::ofstream(file) << yaml;
+    auto r = controlPlane().kubectl({"apply", "-f", file});
+    if (!r.ok()) {
+      return ::testing::AssertionFailure() << "kubectl apply -f " << file << ": " << r.output;
+    }
+    return ::testing::AssertionSuccess();
+  }
+  ::testing::AssertionResult applyPool(const std::string& name,
+                                       const std::vector<std::string>& cidrs,
+                                       const std::vector<std::string>& exclude = {}) {
+    pools_.push_back(name);
+    return apply(poolYaml(name, cidrs, exclude));
+  }
+  Operator& startOperator(std::vector<std::string> args = {}) {
+    const std::string name = "operator-" + std::to_string(operators_.size());
+    operators_.push_back(std::make_unique<Operator>(tmp_.path(), name, std::move(args)));
+    Operator& op = *operators_.back();
+    EXPECT_TRUE(op.process().error().empty()) << op.process().error();
+    return op;
+  }
+  // Waits until every policy in `names` is Ready=True; prints what is not on failure.
+  ::testing::AssertionResult allReady(const std::vector<std::string>& names,
+                                      std::chrono::seconds timeout) {
+    std::map<std::string, PolicyView> last;
+    const bool ok = eventually(
+        [&] {
+          last = policies(ns_);
+          return std::all_of(names.begin(), names.end(), [&](const std::string& n) {
+            auto it = last.find(n);
+            return it != last.end() && it->second.conditionIs("Ready", "True");
+          });
+        },
+        timeout);
+    if (ok) {
+      return ::testing::AssertionSuccess();
+    }
+    auto failure = ::testing::AssertionFailure();
+    for (const auto& n : names) {
+      auto it = last.find(n);
+      failure << n << ": "
+              << (it == last.end()
+                      ? "missing"
+                      : it->second.reason("Ready") + " " + it->second.messages["Ready"])
+              << "\n";
+    }
+    for (auto& op : operators_) {
+      failure << "--- " << op->logFile() << " (tail)\n";
+      const std::string log = op->process().log();
+      failure << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+    }
+    return failure;
+  }
+
+  testutil::TempDir tmp_;
+  std::string suffix_;
+  std::string ns_;
+  std::vector<std::string> pools_;
+  std::vector<std::unique_ptr<Operator>> operators_;
+  int applied_ = 0;
+};
+
+std::set<std::string> allAddresses(const std::map<std::string, PolicyView>& ps) {
+  std::set<std::string> out;
+  for (const auto& [n, p] : ps) {
+    out.insert(p.egressIPs.begin(), p.egressIPs.end());
+  }
+  return out;
+}
+
+size_t addressCount(const std::map<std::string, PolicyView>& ps) {
+  size_t n = 0;
+  for (const auto& [name, p] : ps) {
+    n += p.egressIPs.size();
+  }
+  return n;
+}
+
+// Acceptance 1 and 2: a pool, the OperatorConfig, three policies; then source pods come and go.
+TEST_F(OperatorE2E, PoliciesGetDistinctAddressesGatewaysAndAConfigMapThatFollowsTheirPods) {
+  const std::string pool = "e2e-basic-" + suffix_;
+  ASSERT_TRUE(applyPool(pool, {"198.51.100.0/28"}, {"198.51.100.1", "198.51.100.2"}));
+  ASSERT_TRUE(apply(operatorConfigYaml("")));
+  ASSERT_TRUE(apply(policyYaml(ns_, "alpha", pool, 2, "alpha") + "---\n" +
+                    policyYaml(ns_, "beta", pool, 1, "beta") + "---\n" +
+                    policyYaml(ns_, "gamma", pool, 2, "gamma", {"198.51.100.14"})));
+  startOperator();
+  ASSERT_TRUE(allReady({"alpha", "beta", "gamma"}, 180s));
+
+  auto ps = policies(ns_);
+  EXPECT_EQ(addressCount(ps), 5u);
+  EXPECT_EQ(allAddresses(ps).size(), 5u) << "an address was given twice";
+  for (const auto& a : allAddresses(ps)) {
+    EXPECT_EQ(a.rfind("198.51.100.", 0), 0u) << a;
+    EXPECT_NE(a, "198.51.100.0");
+    EXPECT_NE(a, "198.51.100.1");
+    EXPECT_NE(a, "198.51.100.2");
+    EXPECT_NE(a, "198.51.100.15");
+  }
+  EXPECT_EQ(ps["gamma"].ledger.front(), std::vector<std::string>{"198.51.100.14"});
+  for (const auto& [name, p] : ps) {
+    EXPECT_EQ(p.pool, pool) << name;
+    // Every gateway pod holds a distinct entry of its policy's ledger.
+    auto pods = gatewayPods(ns_, name);
+    std::set<std::string> held;
+    for (const auto& [podName, pod] : pods) {
+      if (!pod.deleting) {
+        EXPECT_TRUE(held.insert(pod.annotation).second) << podName << " " << pod.annotation;
+      }
+    }
+    std::set<std::string> ledger;
+    for (const auto& e : p.ledger) {
+      ledger.insert(e.front());
+    }
+    EXPECT_EQ(held, ledger) << name;
+    auto deploy = controlPlane().kubectl({"get", "deployment", "-n", ns_, "egw-" + name, "-o",
+                                          "jsonpath={.status.availableReplicas}"});
+    EXPECT_EQ(deploy.output, std::to_string(p.ledger.size())) << name;
+  }
+  EXPECT_TRUE(exists({"get", "pdb", "-n", ns_, "egw-alpha"}));
+  EXPECT_FALSE(exists({"get", "pdb", "-n", ns_, "egw-beta"}));
+  auto table = controlPlane().kubectl({"get", "egp", "-n", ns_});
+  EXPECT_NE(table.output.find(ps["alpha"].egressIPs.front()), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("True"), std::string::npos) << table.output;
+  EXPECT_TRUE(eventually([&] { return hasEvent(ns_, "alpha", "Allocated"); }, 30s));
+
+  // Source pods: the ConfigMap lists each one's IP with its node; selectedPods follows.
+  ASSERT_TRUE(apply(podYaml(ns_, "src-1", "alpha") + "---\n" + podYaml(ns_, "src-2", "alpha") +
+                    "---\n" + podYaml(ns_, "other", "beta")));
+  auto sourcesLines = [&] {
+    std::string s = configMapData(ns_, "egw-alpha")["sources"];
+    return std::count(s.begin(), s.end(), '\n');
+  };
+  ASSERT_TRUE(eventually([&] { return sourcesLines() == 2; }, 60s))
+      << configMapData(ns_, "egw-alpha")["sources"];
+  EXPECT_NE(configMapData(ns_, "egw-alpha")["sources"].find("@egress-node-"), std::string::npos);
+  EXPECT_EQ(configMapData(ns_, "egw-alpha")["destination-cidrs"], "192.0.2.0/24\n");
+  EXPECT_EQ(configMapData(ns_, "egw-alpha")["excluded-cidrs"], "10.244.0.0/16\n10.96.0.0/12\n");
+  EXPECT_TRUE(eventually([&] { return policies(ns_)["alpha"].selectedPods == 2; }, 30s));
+  EXPECT_TRUE(eventually([&] { return policies(ns_)["beta"].selectedPods == 1; }, 30s));
+  controlPlane().kubectl({"delete", "pod", "-n", ns_, "src-1", "--wait=false"});
+  EXPECT_TRUE(eventually([&] { return sourcesLines() == 1; }, 60s));
+  EXPECT_TRUE(eventually([&] { return policies(ns_)["alpha"].selectedPods == 1; }, 30s));
+}
+
+// Acceptance 3: restarts after SIGTERM and SIGKILL keep every address, and a restarted operator
+// whose caches synced writes nothing.
+TEST_F(OperatorE2E, RestartsKeepEveryAddressAndWriteNothing) {
+  const std::string pool = "e2e-restart-" + suffix_;
+  ASSERT_TRUE(applyPool(pool, {"198.51.100.16/28"}));
+  ASSERT_TRUE(apply(operatorConfigYaml(pool)));
+  std::string docs;
+  for (int i = 0; i < 4; ++i) {
+    docs += (i == 0 ? "" : "---\n") + policyYaml(ns_, "p" + std::to_string(i), "", 1 + i % 2, "x");
+  }
+  ASSERT_TRUE(apply(docs));
+  startOperator();
+  ASSERT_TRUE(allReady({"p0", "p1", "p2", "p3"}, 180s));
+  const auto before = policies(ns_);
+  for (const auto& [n, p] : before) {
+    EXPECT_EQ(p.pool, pool) << "the default pool is recorded in status.pool";
+  }
+
+  for (int sig : {SIGTERM, SIGKILL}) {
+    ASSERT_TRUE(operators_.back()->settle(5s, 60s));
+    operators_.back()->process().signal(sig);
+    auto code = exitCode(operators_.back()->process().reap(30s));
+    ASSERT_TRUE(code);
+    if (sig == SIGTERM) {
+      EXPECT_EQ(*code, 0) << operators_.back()->process().log();
+    }
+    Operator& again = startOperator();
+    ASSERT_TRUE(eventually([&] { return again.ready(); }, 60s)) << again.process().log();
+    // Give it time to reconcile everything it has (and to write, if it were going to).
+    ASSERT_TRUE(eventually([&] { return again.reconciles("egressgateway") >= 4; }, 60s));
+    std::this_thread::sleep_for(5s);
+    EXPECT_EQ(again.writes(), 0) << "after " << (sig == SIGTERM ? "SIGTERM" : "SIGKILL") << "\n"
+                                 << again.metrics();
+    const auto after = policies(ns_);
+    for (const auto& [n, p] : before) {
+      EXPECT_EQ(after.at(n).ledger, p.ledger) << n;
+      EXPECT_TRUE(after.at(n).conditionIs("Ready", "True")) << n;
+    }
+  }
+}
+
+// Acceptance 4: 200 one-replica policies against a 150-address pool.
+TEST_F(OperatorE2E, ExhaustionGivesExactlyThePoolAndReleasesGoToWaitingPolicies) {
+  const std::string pool = "e2e-exhaust-" + suffix_;
+  // 100.64.0.0/24 holds 254 usable addresses; excluding .151-.254 leaves .1-.150.
+  ASSERT_TRUE(applyPool(pool, {"100.64.0.0/24"},
+                        {"100.64.0.151", "100.64.0.152/29", "100.64.0.160/27", "100.64.0.192/26"}));
+  ASSERT_TRUE(apply(operatorConfigYaml(pool)));
+  std::string docs;
+  for (int i = 0; i < 200; ++i) {
+    docs += (i == 0 ? "" : "---\n") + policyYaml(ns_, "p" + std::to_string(i), "", 1, "x");
+  }
+  ASSERT_TRUE(apply(docs));
+  Operator& op = startOperator({"--workers=8"});
+  auto count = [&](const std::map<std::string, PolicyView>& ps, const std::string& status,
+                   const std::string& reason) {
+    return std::count_if(ps.begin(), ps.end(), [&](const auto& kv) {
+      return kv.second.conditionIs("IPAllocated", status) &&
+             (reason.empty() || kv.second.reason("IPAllocated") == reason);
+    });
+  };
+  std::map<std::string, PolicyView> ps;
+  ASSERT_TRUE(eventually(
+      [&] {
+        ps = policies(ns_);
+        return count(ps, "True", "") == 150 && count(ps, "False", "PoolExhausted") == 50;
+      },
+      300s))
+      << count(ps, "True", "") << " allocated, " << count(ps, "False", "PoolExhausted")
+      << " exhausted\n"
+      << op.process().log().substr(0, 4000);
+  EXPECT_EQ(addressCount(ps), 150u);
+  EXPECT_EQ(allAddresses(ps).size(), 150u) << "an address was given twice";
+  std::vector<std::string> allocated;
+  std::vector<std::string> waiting;
+  for (const auto& [n, p] : ps) {
+    (p.conditionIs("IPAllocated", "True") ? allocated : waiting).push_back(n);
+  }
+  // Events are written in the background, at the client's pace: 350 of them here.
+  EXPECT_TRUE(eventually([&] { return hasEvent(ns_, waiting.front(), "PoolExhausted"); }, 60s));
+
+  // Delete 10 allocated policies: 10 waiting ones get their addresses.
+  for (int i = 0; i < 10; ++i) {
+    controlPlane().kubectl({"delete", "egp", "-n", ns_, allocated[i], "--wait=false"});
+  }
+  ASSERT_TRUE(eventually(
+      [&] {
+        ps = policies(ns_);
+        return ps.size() == 190 && count(ps, "True", "") == 150 &&
+               count(ps, "False", "PoolExhausted") == 40;
+      },
+      240s))
+      << ps.size() << " policies, " << count(ps, "True", "") << " allocated";
+  EXPECT_EQ(allAddresses(ps).size(), 150u);
+  // The pool's status and the metrics count what the policies hold.
+  ASSERT_TRUE(eventually(
+      [&] {
+        return poolField(pool, ".status.ipv4.allocated") == "150" &&
+               poolField(pool, ".status.ipv4.free") == "0";
+      },
+      60s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        const auto m = op.metrics();
+        return metricSum(m, "egress_ipam_pool_addresses",
+                         {{"pool", pool}, {"state", "allocated"}}) == 150 &&
+               metricSum(m, "egress_ipam_pool_addresses", {{"pool", pool}, {"state", "free"}}) == 0;
+      },
+      30s));
+  EXPECT_GE(metricSum(op.metrics(), "egress_ip_allocation_failures_total",
+                      {{"pool", pool}, {"reason", "PoolExhausted"}}),
+            50);
+}
+
+// Acceptance 5: scale 3 -> 1 -> 3.
+TEST_F(OperatorE2E, ScalingDownAndUpKeepsTheFirstEntryAndTheBudgetFollows) {
+  const std::string pool = "e2e-scale-" + suffix_;
+  ASSERT_TRUE(applyPool(pool, {"198.51.100.32/28"}));
+  ASSERT_TRUE(apply(operatorConfigYaml("")));
+  ASSERT_TRUE(apply(policyYaml(ns_, "s", pool, 3, "s")));
+  startOperator();
+  ASSERT_TRUE(allReady({"s"}, 180s));
+  const auto first = policies(ns_)["s"].ledger;
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_TRUE(exists({"get", "pdb", "-n", ns_, "egw-s"}));
+
+  ASSERT_TRUE(apply(policyYaml(ns_, "s", pool, 1, "s")));
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto p = policies(ns_)["s"];
+        return p.ledger.size() == 1 && p.conditionIs("Ready", "True");
+      },
+      180s));
+  EXPECT_EQ(policies(ns_)["s"].ledger.front(), first.front());
+  EXPECT_TRUE(eventually([&] { return !exists({"get", "pdb", "-n", ns_, "egw-s"}); }, 60s));
+  // The surplus went back to the pool.
+  EXPECT_TRUE(eventually([&] { return poolField(pool, ".status.ipv4.allocated") == "1"; }, 60s));
+
+  ASSERT_TRUE(apply(policyYaml(ns_, "s", pool, 3, "s")));
+  ASSERT_TRUE(allReady({"s"}, 180s));
+  auto again = policies(ns_)["s"];
+  ASSERT_EQ(again.ledger.size(), 3u);
+  EXPECT_EQ(again.ledger.front(), first.front());
+  EXPECT_TRUE(eventually([&] { return exists({"get", "pdb", "-n", ns_, "egw-s"}); }, 60s));
+}
+
+// Acceptance 6: what the 1.20 schema lets through gets a condition and an event naming the field,
+// keeps what it holds, and does not hot-loop.
+TEST_F(OperatorE2E, InvalidObjectsGetAConditionAndAnEventAndKeepWhatTheyHold) {
+  const std::string pool = "e2e-invalid-" + suffix_;
+  const std::string fenced = "e2e-fenced-" + suffix_;
+  const std::string newer = "e2e-newer-" + suffix_;
+  ASSERT_TRUE(applyPool(pool, {"198.51.100.48/28"}));
+  pools_.push_back(fenced);
+  ASSERT_TRUE(apply(poolYaml(fenced, {"198.51.100.64/28"}) +
+                    "  namespaceSelector:\n    matchLabels:\n      tenant: nobody\n"));
+  ASSERT_TRUE(apply(operatorConfigYaml("")));
+  ASSERT_TRUE(apply(policyYaml(ns_, "held", pool, 1, "held")));
+  Operator& op = startOperator();
+  ASSERT_TRUE(allReady({"held"}, 180s));
+  const auto heldLedger = policies(ns_)["held"].ledger;
+
+  // The held policy turns invalid (an excluded CIDR with host bits set): it keeps its address.
+  ASSERT_TRUE(
+      apply(policyYaml(ns_, "held", pool, 1, "held") + "  excludedCIDRs: [192.0.2.5/24]\n"));
+  ASSERT_TRUE(apply(policyYaml(ns_, "outside", pool, 1, "out", {"203.0.113.77"}) + "---\n" +
+                    policyYaml(ns_, "not-allowed", fenced, 1, "fenced")));
+  ASSERT_TRUE(
+      apply("apiVersion: networking.egressgateway.dev/v1alpha1\nkind: EgressGatewayPolicy\n"
+            "metadata:\n  name: bad-selector\n  namespace: " +
+            ns_ +
+            "\nspec:\n  podSelector:\n    matchExpressions:\n      - {key: app, operator: In}\n"
+            "  egressIP:\n    pool: " +
+            pool + "\n"));
+  ASSERT_TRUE(applyPool(newer, {"198.51.100.56/29"}));  // inside `pool`, and newer
+
+  std::map<std::string, PolicyView> ps;
+  ASSERT_TRUE(eventually(
+      [&] {
+        ps = policies(ns_);
+        return ps["held"].reason("IPAllocated") == "InvalidSpec" &&
+               ps["outside"].reason("IPAllocated") == "AddressNotInPool" &&
+               ps["not-allowed"].reason("IPAllocated") == "PoolNotAllowed" &&
+               ps["bad-selector"].reason("IPAllocated") == "InvalidSpec";
+      },
+      120s))
+      << ps["held"].reason("IPAllocated") << " " << ps["outside"].reason("IPAllocated") << " "
+      << ps["not-allowed"].reason("IPAllocated") << " " << ps["bad-selector"].reason("IPAllocated");
+  EXPECT_NE(ps["held"].messages["IPAllocated"].find("spec.excludedCIDRs[0]"), std::string::npos)
+      << ps["held"].messages["IPAllocated"];
+  EXPECT_NE(ps["bad-selector"].messages["IPAllocated"].find("spec.podSelector.matchExpressions[0]"),
+            std::string::npos)
+      << ps["bad-selector"].messages["IPAllocated"];
+  EXPECT_EQ(ps["held"].ledger, heldLedger) << "an invalid policy keeps what it holds";
+  EXPECT_TRUE(eventually(
+      [&] { return hasEvent(ns_, "held", "InvalidSpec", "spec.excludedCIDRs[0]"); }, 30s));
+  EXPECT_TRUE(eventually([&] { return hasEvent(ns_, "outside", "AddressNotInPool"); }, 30s));
+  EXPECT_TRUE(eventually([&] { return hasEvent(ns_, "not-allowed", "PoolNotAllowed"); }, 30s));
+  // The newer overlapping pool says so.
+  EXPECT_TRUE(eventually(
+      [&] {
+        return controlPlane()
+                   .kubectl({"get", "ipampool", newer, "-o",
+                             R"(jsonpath={.status.conditions[?(@.type=="Overlapping")].status})"})
+                   .output == "True";
+      },
+      60s));
+  // A pool with host bits set is refused for new allocations, with its field named.
+  const std::string hostBits = "e2e-hostbits-" + suffix_;
+  ASSERT_TRUE(applyPool(hostBits, {"198.51.100.81/28"}));
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto got = controlPlane().kubectl(
+            {"get", "ipampool", hostBits, "-o",
+             R"(jsonpath={.status.conditions[?(@.type=="Ready")].message})"});
+        return got.output.find("spec.cidrs[0]") != std::string::npos;
+      },
+      60s));
+
+  // No hot loop: the invalid objects cost a handful of reconciles a minute, not hundreds.
+  const double before = op.reconciles("egressgateway");
+  std::this_thread::sleep_for(60s);
+  const double spent = op.reconciles("egressgateway") - before;
+  EXPECT_LT(spent, 20) << "reconciles in a minute with only invalid objects changing";
+  EXPECT_FALSE(op.process().reap(0s)) << "the operator exited";
+}
+
+// Acceptance 7: two replicas with leader election; the leader is killed in a burst.
+TEST_F(OperatorE2E, OnlyTheLeaderWritesAndTheStandbyFinishesABurstAfterTheLeaderDies) {
+  const std::string pool = "e2e-leader-" + suffix_;
+  ASSERT_TRUE(applyPool(pool, {"100.64.1.0/24"}));
+  ASSERT_TRUE(apply(operatorConfigYaml(pool)));
+  const std::vector<std::string> le = {"--leader-elect",
+                                       "--leader-election-namespace=" + ns_,
+                                       "--leader-election-id=egw-e2e",
+                                       "--leader-elect-lease-duration=6s",
+                                       "--leader-elect-renew-deadline=4s",
+                                       "--leader-elect-retry-period=1s"};
+  Operator& first = startOperator(le);
+  ASSERT_TRUE(eventually([&] { return first.ready(); }, 60s));
+  ASSERT_TRUE(eventually(
+      [&] { return metricSum(first.metrics(), "leader_election_master_status") == 1; }, 60s));
+  Operator& second = startOperator(le);
+  ASSERT_TRUE(eventually([&] { return second.ready(); }, 60s));
+
+  std::string docs;
+  for (int i = 0; i < 100; ++i) {
+    docs += (i == 0 ? "" : "---\n") + policyYaml(ns_, "b" + std::to_string(i), "", 1, "x");
+  }
+  ASSERT_TRUE(apply(docs));
+  // Mid-burst: some policies have their addresses, not all.
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto ps = policies(ns_);
+        return std::count_if(ps.begin(), ps.end(),
+                             [](const auto& kv) { return !kv.second.egressIPs.empty(); }) >= 10;
+      },
+      120s));
+  EXPECT_EQ(metricSum(second.metrics(), "leader_election_master_status"), 0);
+  EXPECT_EQ(second.writes(), 0) << "the standby wrote";
+  const auto midBurst = policies(ns_);
+  first.process().signal(SIGKILL);
+  std::vector<std::string> names;
+  for (int i = 0; i < 100; ++i) {
+    names.push_back("b" + std::to_string(i));
+  }
+  ASSERT_TRUE(allReady(names, 300s));
+  auto ps = policies(ns_);
+  EXPECT_EQ(addressCount(ps), 100u);
+  EXPECT_EQ(allAddresses(ps).size(), 100u) << "an address was given twice";
+  for (const auto& [n, p] : midBurst) {
+    if (!p.ledger.empty()) {
+      EXPECT_EQ(ps[n].ledger, p.ledger) << n << ": a ledger written before the failover changed";
+    }
+  }
+}
+
+// Acceptance 8: deleting a policy garbage-collects its objects and returns its addresses.
+TEST_F(OperatorE2E, DeletingAPolicyCollectsItsObjectsAndReturnsItsAddresses) {
+  const std::string pool = "e2e-delete-" + suffix_;
+  ASSERT_TRUE(applyPool(pool, {"198.51.100.96/28"}));
+  ASSERT_TRUE(apply(operatorConfigYaml("")));
+  ASSERT_TRUE(apply(policyYaml(ns_, "gone", pool, 2, "g")));
+  startOperator();
+  ASSERT_TRUE(allReady({"gone"}, 180s));
+  ASSERT_TRUE(eventually([&] { return poolField(pool, ".status.ipv4.allocated") == "2"; }, 60s));
+  ASSERT_TRUE(controlPlane().kubectl({"delete", "egp", "-n", ns_, "gone"}).ok());
+  EXPECT_TRUE(eventually(
+      [&] {
+        return !exists({"get", "deployment", "-n", ns_, "egw-gone"}) &&
+               !exists({"get", "configmap", "-n", ns_, "egw-gone"}) &&
+               !exists({"get", "pdb", "-n", ns_, "egw-gone"});
+      },
+      120s));
+  EXPECT_TRUE(eventually([&] { return poolField(pool, ".status.ipv4.allocated") == "0"; }, 120s));
+}
+
+// Acceptance 9: 100 Ready policies and a 10 s resync: not one write in a minute.
+TEST_F(OperatorE2E, ResyncsOfReadyPoliciesWriteNothing) {
+  const std::string pool = "e2e-resync-" + suffix_;
+  ASSERT_TRUE(applyPool(pool, {"100.64.2.0/24"}));
+  ASSERT_TRUE(apply(operatorConfigYaml(pool)));
+  std::string docs;
+  std::vector<std::string> names;
+  for (int i = 0; i < 100; ++i) {
+    names.push_back("r" + std::to_string(i));
+    docs += (i == 0 ? "" : "---\n") + policyYaml(ns_, names.back(), "", 1, "x");
+  }
+  ASSERT_TRUE(apply(docs));
+  Operator& op = startOperator({"--sync-period=10s", "--workers=8"});
+  ASSERT_TRUE(allReady(names, 300s));
+  ASSERT_TRUE(op.settle(5s, 60s));
+  const double writes = op.writes();
+  const double reconciles = op.reconciles("egressgateway");
+  std::this_thread::sleep_for(60s);
+  EXPECT_EQ(op.writes() - writes, 0) << op.metrics();
+  EXPECT_GE(op.reconciles("egressgateway") - reconciles, 100)
+      << "the resyncs did not reach the controller";
+}
+
+// The daemon's own errors: a bad flag exits 2 naming it, an API server that cannot be reached
+// exits 1 saying so, before anything starts.
+TEST_F(OperatorE2E, BadFlagsAndAnUnreachableServerAreClearErrorsAndNonZeroExits) {
+  {
+    testenv::ChildProcess p({EGRESS_OPERATOR_BINARY, "--workers=many"}, tmp_.path() + "/flag.log");
+    EXPECT_EQ(exitCode(p.reap(30s)), 2);
+    EXPECT_NE(p.log().find("--workers"), std::string::npos) << p.log();
+  }
+  {
+    testenv::ChildProcess p({EGRESS_OPERATOR_BINARY, "--frobnicate"}, tmp_.path() + "/unknown.log");
+    EXPECT_EQ(exitCode(p.reap(30s)), 2);
+    EXPECT_NE(p.log().find("unknown flag: --frobnicate"), std::string::npos) << p.log();
+  }
+  {
+    // The control plane's kubeconfig, pointed at a port nobody listens on.
+    std::ifstream in(controlPlane().kubeconfig());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string config = ss.str();
+    const auto at = config.find(controlPlane().server());
+    ASSERT_NE(at, std::string::npos);
+    config.replace(at, controlPlane().server().size(),
+                   "https://127.0.0.1:" + std::to_string(testenv::freeLoopbackPort()));
+    const std::string path = tmp_.path() + "/dead-kubeconfig";
+    std::ofstream(path) << config;
+    testenv::ChildProcess p({EGRESS_OPERATOR_BINARY, "--kubeconfig=" + path,
+                             "--metrics-bind-address=0", "--health-probe-bind-address=0"},
+                            tmp_.path() + "/dead.log");
+    EXPECT_EQ(exitCode(p.reap(120s)), 1) << p.log();
+    EXPECT_NE(p.log().find("cannot use the API server"), std::string::npos) << p.log();
+  }
+}
+
+}  // namespace
+}  // namespace egress

@@ -1,0 +1,152 @@
+#include "pkg/controller/egressgateway/render.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include "pkg/controller/names.h"
+
+namespace egress::controller {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+v1alpha1::EgressGatewayPolicy policy(const std::string& family = "IPv4") {
+  v1alpha1::EgressGatewayPolicy p;
+  p.metadata.name = "billing";
+  p.metadata.namespace_ = "team-a";
+  p.metadata.uid = "uid-1";
+  p.spec.egressIP.ipFamily = family;
+  return p;
+}
+
+std::shared_ptr<const core::Pod> pod(const std::string& name, const std::string& node,
+                                     std::vector<std::string> ips) {
+  auto p = std::make_shared<core::Pod>();
+  p->metadata.name = name;
+  p->spec.nodeName = node;
+  p->status.podIPs = std::move(ips);
+  return p;
+}
+
+ipam::Entry entry(const std::vector<std::string>& texts) {
+  ipam::Entry e;
+  for (const auto& t : texts) {
+    e.push_back(*ipam::parseAddress(t));
+  }
+  return e;
+}
+
+rapidjson::Document parse(const std::string& body) {
+  rapidjson::Document d;
+  d.Parse(body.c_str());
+  EXPECT_FALSE(d.HasParseError()) << body;
+  return d;
+}
+
+TEST(Render, TheDeploymentRunsOnePodPerEntryWithNoSurgeAndOwnsNothingElse) {
+  auto p = policy();
+  v1alpha1::OperatorConfig config;
+  config.spec.gatewayImage = "img:1";
+  GatewayShape shape = gatewayShape(p, &config);
+  EXPECT_EQ(shape.replicas, 2);
+  auto r = renderDeployment(p, shape, 3);
+  auto d = parse(r.body);
+  EXPECT_EQ(r.name, "egw-billing");
+  EXPECT_EQ(d["spec"]["replicas"].GetInt(), 3);
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"].GetInt(), 0);
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"].GetInt(), 1);
+  EXPECT_STREQ(d["metadata"]["ownerReferences"][0]["uid"].GetString(), "uid-1");
+  EXPECT_TRUE(d["metadata"]["ownerReferences"][0]["controller"].GetBool());
+  EXPECT_STREQ(
+      d["metadata"]["annotations"][std::string(kAppliedHashAnnotation).c_str()].GetString(),
+      r.hash.c_str());
+  EXPECT_STREQ(d["spec"]["template"]["spec"]["containers"][0]["image"].GetString(), "img:1");
+  EXPECT_THAT(r.body, HasSubstr("metadata.annotations['egressgateway.dev/egress-ips']"));
+  EXPECT_STREQ(d["spec"]["selector"]["matchLabels"]["egressgateway.dev/policy"].GetString(),
+               "billing");
+}
+
+TEST(Render, BodiesAreDeterministicAndTheirDigestFollowsEveryInput) {
+  auto p = policy();
+  GatewayShape shape;
+  shape.image = "img:1";
+  auto a = renderDeployment(p, shape, 2);
+  EXPECT_EQ(renderDeployment(p, shape, 2).body, a.body);
+  EXPECT_NE(renderDeployment(p, shape, 1).hash, a.hash);
+  shape.nodeSelector["zone"] = "a";
+  EXPECT_NE(renderDeployment(p, shape, 2).hash, a.hash);
+  shape.image = "img:2";
+  EXPECT_NE(renderDeployment(p, shape, 2).hash, a.hash);
+}
+
+TEST(Render, ThePolicysGatewaySettingsWinOverTheOperatorConfigsDefaults) {
+  auto p = policy();
+  v1alpha1::OperatorConfig config;
+  config.spec.gatewayImage = "img:1";
+  v1alpha1::GatewaySpec defaults;
+  defaults.replicas = 3;
+  defaults.nodeSelector["role"] = "egress";
+  defaults.priorityClassName = "high";
+  config.spec.gatewayDefaults = defaults;
+  auto shape = gatewayShape(p, &config);
+  EXPECT_EQ(shape.replicas, 3);
+  EXPECT_EQ(shape.nodeSelector.at("role"), "egress");
+  p.spec.gateway.replicas = 1;
+  p.spec.gateway.nodeSelector["role"] = "edge";
+  shape = gatewayShape(p, &config);
+  EXPECT_EQ(shape.replicas, 1);
+  EXPECT_EQ(shape.nodeSelector.at("role"), "edge");
+  EXPECT_EQ(shape.priorityClassName, "high");
+  EXPECT_EQ(gatewayShape(policy(), nullptr).replicas, 2);
+}
+
+TEST(Render, TheConfigMapListsSortedAddressesDestinationsExclusionsAndSourcesWithNodes) {
+  auto p = policy();
+  p.spec.destinationCIDRs = {"192.0.2.0/24", "2001:db8::/64", "10.1.0.0/16"};
+  p.spec.excludedCIDRs = {"192.0.2.8/29"};
+  auto d = gatewayData(p, {entry({"203.0.113.9"}), entry({"203.0.113.2"})},
+                       {"10.244.0.0/16", "fd00::/48"},
+                       {pod("b", "n2", {"10.244.2.7", "fd00::7"}), pod("a", "n1", {"10.244.1.5"}),
+                        pod("pending", "", {})});
+  EXPECT_THAT(d.egressIPs, ElementsAre("203.0.113.2", "203.0.113.9"));
+  // IPv4 policy: the IPv6 destination and exclusion are not its family.
+  EXPECT_THAT(d.destinations, ElementsAre("10.1.0.0/16", "192.0.2.0/24"));
+  EXPECT_THAT(d.excluded, ElementsAre("10.244.0.0/16", "192.0.2.8/29"));
+  EXPECT_THAT(d.sources, ElementsAre("10.244.1.5@n1", "10.244.2.7@n2"));
+  auto data = configMapData(d);
+  EXPECT_EQ(data.at("sources"), "10.244.1.5@n1\n10.244.2.7@n2\n");
+  EXPECT_EQ(data.at("egress-ips"), "203.0.113.2\n203.0.113.9\n");
+}
+
+TEST(Render, NoDestinationsMeansTheWholeFamilyMinusTheCluster) {
+  auto d = gatewayData(policy("DualStack"), {}, {"10.96.0.0/12"}, {});
+  EXPECT_THAT(d.destinations, ElementsAre("0.0.0.0/0", "::/0"));
+  EXPECT_THAT(d.excluded, ElementsAre("10.96.0.0/12"));
+}
+
+TEST(Render, TheBudgetUsesTheServersPolicyVersion) {
+  auto v1 = parse(renderPodDisruptionBudget(policy(), true).body);
+  EXPECT_STREQ(v1["apiVersion"].GetString(), "policy/v1");
+  EXPECT_EQ(v1["spec"]["maxUnavailable"].GetInt(), 1);
+  auto beta = parse(renderPodDisruptionBudget(policy(), false).body);
+  EXPECT_STREQ(beta["apiVersion"].GetString(), "policy/v1beta1");
+}
+
+TEST(Render, EntryTextRoundTripsAndRefusesGarbage) {
+  auto e = entry({"203.0.113.5", "2001:db8::5"});
+  EXPECT_EQ(entryText(e), "203.0.113.5,2001:db8::5");
+  EXPECT_EQ(parseEntryText("2001:db8::5,203.0.113.5"), e);
+  EXPECT_FALSE(parseEntryText("203.0.113.5,"));
+  EXPECT_FALSE(parseEntryText(""));
+  EXPECT_FALSE(parseEntryText("not-an-ip"));
+}
+
+TEST(Render, DigestIsFnv1a64) {
+  EXPECT_EQ(digest(""), "cbf29ce484222325");
+  EXPECT_EQ(digest("a"), "af63dc4c8601ec8c");
+}
+
+}  // namespace
+}  // namespace egress::controller
