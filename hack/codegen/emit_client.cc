@@ -127,7 +127,7 @@ Files emitClient(const Package& pkg, const std::string& dir) {
       << ">::Transform transform = {}) const {\n"
       << "    return factory_->informerFor<" << t << ">(ApiType<" << t << ">::resource(), ApiType<"
       << t << ">::decode,\n        " << (r.namespaced ? "ns" : "\"\"")
-      << ", labelSelector, std::move(transform));\n  }\n"
+      << ", labelSelector, transform);\n  }\n"
       << "  " << s->name << "Lister " << lowerCamel(s->name) << "Lister("
       << (r.namespaced ? "const std::string& ns = \"\"" : "") << ") const {\n    return " << s->name
       << "Lister(" << method << "(" << (r.namespaced ? "ns" : "") << ").indexer());\n  }\n\n";

@@ -26,8 +26,7 @@ class NetworkingV1alpha1Informers {
       const {
     return factory_->informerFor<egress::networking::v1alpha1::IPAMPool>(
         ApiType<egress::networking::v1alpha1::IPAMPool>::resource(),
-        ApiType<egress::networking::v1alpha1::IPAMPool>::decode, "", labelSelector,
-        std::move(transform));
+        ApiType<egress::networking::v1alpha1::IPAMPool>::decode, "", labelSelector, transform);
   }
   IPAMPoolLister ipamPoolLister() const { return IPAMPoolLister(ipamPools().indexer()); }
 
@@ -41,7 +40,7 @@ class NetworkingV1alpha1Informers {
     return factory_->informerFor<egress::networking::v1alpha1::EgressGatewayPolicy>(
         ApiType<egress::networking::v1alpha1::EgressGatewayPolicy>::resource(),
         ApiType<egress::networking::v1alpha1::EgressGatewayPolicy>::decode, ns, labelSelector,
-        std::move(transform));
+        transform);
   }
   EgressGatewayPolicyLister egressGatewayPolicyLister(const std::string& ns = "") const {
     return EgressGatewayPolicyLister(egressGatewayPolicies(ns).indexer());
@@ -56,7 +55,7 @@ class NetworkingV1alpha1Informers {
     return factory_->informerFor<egress::networking::v1alpha1::OperatorConfig>(
         ApiType<egress::networking::v1alpha1::OperatorConfig>::resource(),
         ApiType<egress::networking::v1alpha1::OperatorConfig>::decode, "", labelSelector,
-        std::move(transform));
+        transform);
   }
   OperatorConfigLister operatorConfigLister() const {
     return OperatorConfigLister(operatorConfigs().indexer());
