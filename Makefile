@@ -75,3 +75,13 @@ docker-build:
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# --- Monitoring: alert rules and Grafana dashboard (deploy/helm/egress-gateway-operator/files/) --
+# `make check-rules`: `promtool check rules` on the alert rules, `promtool test rules` on
+# test/prometheus/ (every alert firing and not firing) and a lint of the dashboard's JSON
+# (hack/check-rules.sh; about 2 s). In `make test`; CTest runs it too (check_rules, label unit).
+.PHONY: check-rules
+check-rules: deps
+	hack/check-rules.sh
+test: check-rules
+# --- end of the monitoring block ------------------------------------------------------------

@@ -30,6 +30,10 @@ Metrics::Metrics(prometheus::Registry* registry) {
                    .Name("egress_selected_pods")
                    .Help("Source pods a policy selects.")
                    .Register(*registry);
+  ready_ = &prometheus::BuildGauge()
+                .Name("egress_policy_ready")
+                .Help("1 while a policy's Ready condition is True, else 0.")
+                .Register(*registry);
   for (const char* state : {"ready", "not_ready", "invalid"}) {
     policies_->Add({{"state", state}}).Set(0);
   }
@@ -103,8 +107,34 @@ void Metrics::setPolicies(int ready, int notReady, int invalid) {
   policies_->Add({{"state", "invalid"}}).Set(invalid);
 }
 
+namespace {
+
+// The policy's series of `family`, made on first use.
+prometheus::Gauge& policyGauge(
+    prometheus::Family<prometheus::Gauge>& family,
+    std::map<std::pair<std::string, std::string>, prometheus::Gauge*>& series,
+    const std::string& ns, const std::string& name) {
+  auto key = std::make_pair(ns, name);
+  auto it = series.find(key);
+  if (it == series.end()) {
+    it = series.emplace(key, &family.Add({{"namespace", ns}, {"policy", name}})).first;
+  }
+  return *it->second;
+}
+
+void removePolicyGauge(prometheus::Family<prometheus::Gauge>& family,
+                       std::map<std::pair<std::string, std::string>, prometheus::Gauge*>& series,
+                       const std::string& ns, const std::string& name) {
+  if (auto it = series.find(std::make_pair(ns, name)); it != series.end()) {
+    family.Remove(it->second);
+    series.erase(it);
+  }
+}
+
+}  // namespace
+
 void Metrics::setPolicy(const std::string& ns, const std::string& name, int desired, int available,
-                        int selectedPods) {
+                        int selectedPods, bool ready) {
   if (replicas_ == nullptr) {
     return;
   }
@@ -121,12 +151,8 @@ void Metrics::setPolicy(const std::string& ns, const std::string& name, int desi
     }
     it->second->Set(value);
   }
-  auto key = std::make_pair(ns, name);
-  auto it = selectedSeries_.find(key);
-  if (it == selectedSeries_.end()) {
-    it = selectedSeries_.emplace(key, &selected_->Add({{"namespace", ns}, {"policy", name}})).first;
-  }
-  it->second->Set(selectedPods);
+  policyGauge(*selected_, selectedSeries_, ns, name).Set(selectedPods);
+  policyGauge(*ready_, readySeries_, ns, name).Set(ready ? 1 : 0);
 }
 
 void Metrics::removePolicy(const std::string& ns, const std::string& name) {
@@ -140,10 +166,8 @@ void Metrics::removePolicy(const std::string& ns, const std::string& name) {
       replicaSeries_.erase(it);
     }
   }
-  if (auto it = selectedSeries_.find(std::make_pair(ns, name)); it != selectedSeries_.end()) {
-    selected_->Remove(it->second);
-    selectedSeries_.erase(it);
-  }
+  removePolicyGauge(*selected_, selectedSeries_, ns, name);
+  removePolicyGauge(*ready_, readySeries_, ns, name);
 }
 
 }  // namespace egress::controller

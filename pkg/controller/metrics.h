@@ -9,6 +9,10 @@
 //   egress_policies{state}                             gauge; ready|not_ready|invalid
 //   egress_gateway_replicas{namespace,policy,state}    gauge; state desired|available
 //   egress_selected_pods{namespace,policy}             gauge
+//   egress_policy_ready{namespace,policy}              gauge; 1 while the policy's Ready
+//                                                      condition is True, else 0 (what a
+//                                                      per-policy "not Ready for 10 m" alert
+//                                                      needs, which egress_policies cannot say)
 // Series of a deleted pool or policy are removed, so a dashboard never shows ghosts.
 #pragma once
 
@@ -39,7 +43,7 @@ class Metrics {
   void allocationFailed(const std::string& pool, const std::string& reason);
   void setPolicies(int ready, int notReady, int invalid);
   void setPolicy(const std::string& ns, const std::string& name, int desired, int available,
-                 int selectedPods);
+                 int selectedPods, bool ready);
   void removePolicy(const std::string& ns, const std::string& name);
 
  private:
@@ -48,11 +52,13 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* policies_ = nullptr;
   prometheus::Family<prometheus::Gauge>* replicas_ = nullptr;
   prometheus::Family<prometheus::Gauge>* selected_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* ready_ = nullptr;
   // The children this object made, so they can be removed again.
   std::map<std::tuple<std::string, std::string, std::string>, prometheus::Gauge*> poolSeries_;
   std::map<std::pair<std::string, std::string>, prometheus::Counter*> failureSeries_;
   std::map<std::tuple<std::string, std::string, std::string>, prometheus::Gauge*> replicaSeries_;
   std::map<std::pair<std::string, std::string>, prometheus::Gauge*> selectedSeries_;
+  std::map<std::pair<std::string, std::string>, prometheus::Gauge*> readySeries_;
 };
 
 }  // namespace egress::controller

@@ -1,6 +1,7 @@
 #include "pkg/controller/egressgateway/status_processor.h"
 
 #include "pkg/client/networking/v1alpha1/zz_generated.clientset.h"
+#include "pkg/controller/conditions.h"
 #include "pkg/controller/egressgateway/render.h"
 #include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/names.h"
@@ -19,7 +20,8 @@ net::awaitable<ReconcileResult> StatusProcessor::process(EgressGatewayPolicyInfo
   auto status = desiredStatus(info, meta::truncateToSeconds(ctx_.clock.wallNow()));
   const auto* d = info.deployment.deployment.get();
   ctx_.metrics.setPolicy(info.ns, info.name, gatewayShape(current, info.config.get()).replicas,
-                         d != nullptr ? d->status.availableReplicas : 0, status.selectedPods);
+                         d != nullptr ? d->status.availableReplicas : 0, status.selectedPods,
+                         conditionIsTrue(status.conditions, kConditionReady));
   if (status == current.status) {
     co_return ReconcileResult::done();
   }

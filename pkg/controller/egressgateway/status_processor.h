@@ -3,7 +3,7 @@
 // StatusProcessor: the last step of a policy's reconcile. Writes desiredStatus() (status.h)
 // with an update of the status subresource carrying the resourceVersion, only when it differs
 // from the status the policy has; a conflict requeues. Also keeps the policy's
-// egress_gateway_replicas and egress_selected_pods series current.
+// egress_gateway_replicas, egress_selected_pods and egress_policy_ready series current.
 #pragma once
 
 #include <string>
