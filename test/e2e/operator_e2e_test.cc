@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -19,8 +18,11 @@
 #include <rapidjson/document.h>
 
 #include "test/e2e/testenv/child_process.h"
+#include "test/e2e/testenv/egress_objects.h"
 #include "test/e2e/testenv/environment.h"
+#include "test/e2e/testenv/eventually.h"
 #include "test/e2e/testenv/loopback.h"
+#include "test/e2e/testenv/operator_process.h"
 #include "test/testutil/temp_dir.h"
 #include <signal.h>
 #include <sys/wait.h>
@@ -30,110 +32,16 @@ namespace {
 
 using namespace std::chrono_literals;
 using testenv::controlPlane;
+using testenv::eventually;
+using testenv::metricSum;
+using testenv::operatorConfigYaml;
+using testenv::podYaml;
+using testenv::policyYaml;
+using testenv::poolYaml;
+using Operator = testenv::OperatorProcess;
 
-constexpr const char* kImage = "example.invalid/egress-gateway:e2e";
 constexpr const char* kPolicyLabel = "egressgateway.dev/policy";
 constexpr const char* kAnnotation = "egressgateway.dev/egress-ips";
-
-// Polls `check` until it holds or `timeout` passes; `what` describes the wait on failure.
-bool eventually(const std::function<bool()>& check, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (check()) {
-      return true;
-    }
-    std::this_thread::sleep_for(250ms);
-  }
-  return check();
-}
-
-// The sum of the samples of `name` whose labels include every pair of `labels`, in Prometheus
-// text format; the labels' values may list alternatives separated by '|'.
-double metricSum(const std::string& text, const std::string& name,
-                 const std::map<std::string, std::string>& labels = {}) {
-  double sum = 0;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line.compare(0, name.size(), name) != 0) {
-      continue;
-    }
-    const char next = line.size() > name.size() ? line[name.size()] : '\0';
-    if (next != '{' && next != ' ') {
-      continue;
-    }
-    bool match = true;
-    for (const auto& [k, alternatives] : labels) {
-      bool any = false;
-      std::istringstream alts(alternatives);
-      std::string v;
-      while (std::getline(alts, v, '|')) {
-        any = any || line.find(k + "=\"" + v + "\"") != std::string::npos;
-      }
-      match = match && any;
-    }
-    if (match) {
-      sum += std::stod(line.substr(line.rfind(' ') + 1));
-    }
-  }
-  return sum;
-}
-
-// One egress-operator process.
-class Operator {
- public:
-  Operator(const std::string& dir, const std::string& name, std::vector<std::string> extraArgs)
-      : metricsPort_(testenv::freeLoopbackPort()), probePort_(testenv::freeLoopbackPort()) {
-    std::vector<std::string> args = {
-        EGRESS_OPERATOR_BINARY,
-        "--kubeconfig=" + controlPlane().kubeconfig(),
-        "--metrics-bind-address=127.0.0.1:" + std::to_string(metricsPort_),
-        "--health-probe-bind-address=127.0.0.1:" + std::to_string(probePort_),
-        "--graceful-shutdown-timeout=10s",
-        "--kube-api-qps=100",
-        "--kube-api-burst=200"};
-    args.insert(args.end(), extraArgs.begin(), extraArgs.end());
-    logFile_ = dir + "/" + name + ".log";
-    process_ = std::make_unique<testenv::ChildProcess>(args, logFile_);
-  }
-
-  testenv::ChildProcess& process() { return *process_; }
-  const std::string& logFile() const { return logFile_; }
-  std::string metrics() const { return testenv::httpGet(metricsPort_, "/metrics"); }
-  bool ready() const { return !testenv::httpGet(probePort_, "/readyz").empty(); }
-  // API writes this process made (every verb but GET), from its rest_client_requests_total.
-  double writes() const {
-    return metricSum(metrics(), "rest_client_requests_total",
-                     {{"method", "POST|PUT|PATCH|DELETE"}});
-  }
-  // Waits until this process has made no write for `quiet` (batched pool and summary recounts
-  // land a second or two after the policies they count); false if it never goes quiet.
-  bool settle(std::chrono::seconds quiet, std::chrono::seconds timeout) const {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    double last = writes();
-    auto since = std::chrono::steady_clock::now();
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(500ms);
-      const double now = writes();
-      if (now != last) {
-        last = now;
-        since = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - since >= quiet) {
-        return true;
-      }
-    }
-    return false;
-  }
-  double reconciles(const std::string& controller) const {
-    return metricSum(metrics(), "controller_runtime_reconcile_total", {{"controller", controller}});
-  }
-
- private:
-  int metricsPort_;
-  int probePort_;
-  std::string logFile_;
-  std::unique_ptr<testenv::ChildProcess> process_;
-};
 
 // How a reaped process ended, as a shell says it: its exit code, or 128 + the signal.
 std::optional<int> exitCode(const std::optional<int>& waitStatus) {
@@ -321,72 +229,9 @@ bool hasEvent(const std::string& ns, const std::string& name, const std::string&
   return false;
 }
 
-std::string policyYaml(const std::string& ns, const std::string& name, const std::string& pool,
-                       int replicas, const std::string& app,
-                       const std::vector<std::string>& addresses = {}) {
-  std::string y =
-      "apiVersion: networking.egressgateway.dev/v1alpha1\nkind: EgressGatewayPolicy\n"
-      "metadata:\n  name: " +
-      name + "\n  namespace: " + ns +
-      "\nspec:\n  podSelector:\n    matchLabels:\n      app: " + app +
-      "\n  destinationCIDRs: [192.0.2.0/24]\n  egressIP:" +
-      (pool.empty() && addresses.empty() ? " {}\n" : "\n");
-  if (!pool.empty()) {
-    y += "    pool: " + pool + "\n";
-  }
-  if (!addresses.empty()) {
-    y += "    addresses:\n";
-    for (const auto& a : addresses) {
-      y += "      - " + a + "\n";
-    }
-  }
-  y += "  gateway:\n    replicas: " + std::to_string(replicas) + "\n";
-  return y;
-}
-
-std::string poolYaml(const std::string& name, const std::vector<std::string>& cidrs,
-                     const std::vector<std::string>& exclude = {}) {
-  std::string y =
-      "apiVersion: networking.egressgateway.dev/v1alpha1\nkind: IPAMPool\nmetadata:\n"
-      "  name: " +
-      name + "\nspec:\n  cidrs:\n";
-  for (const auto& c : cidrs) {
-    y += "    - " + c + "\n";
-  }
-  if (!exclude.empty()) {
-    y += "  exclude:\n";
-    for (const auto& e : exclude) {
-      y += "    - " + e + "\n";
-    }
-  }
-  return y;
-}
-
-std::string operatorConfigYaml(const std::string& defaultPool) {
-  return "apiVersion: networking.egressgateway.dev/v1alpha1\nkind: OperatorConfig\nmetadata:\n"
-         "  name: default\nspec:\n  gatewayImage: " +
-         std::string(kImage) + "\n" +
-         (defaultPool.empty() ? "" : "  defaultPool: " + defaultPool + "\n") +
-         "  clusterCIDRs: [10.244.0.0/16, 10.96.0.0/12]\n";
-}
-
-std::string podYaml(const std::string& ns, const std::string& name, const std::string& app) {
-  return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
-         "\n  labels:\n    app: " + app +
-         "\nspec:\n  containers:\n    - name: c\n      image: example.invalid/app:1\n";
-}
-
 class OperatorE2E : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    auto apply = controlPlane().kubectl({"apply", "-f", testenv::sourceDir() + "/manifests/"});
-    ASSERT_TRUE(apply.ok()) << apply.output;
-    auto wait = controlPlane().kubectl({"wait", "--for", "condition=established", "--timeout=60s",
-                                        "crd/ipampools.networking.egressgateway.dev",
-                                        "crd/egressgatewaypolicies.networking.egressgateway.dev",
-                                        "crd/operatorconfigs.networking.egressgateway.dev"});
-    ASSERT_TRUE(wait.ok()) << wait.output;
-  }
+  static void SetUpTestSuite() { ASSERT_EQ(testenv::installCrds(), ""); }
 
   void SetUp() override {
     ASSERT_FALSE(tmp_.path().empty());
@@ -405,15 +250,8 @@ class OperatorE2E : public ::testing::Test {
     controlPlane().kubectl({"delete", "operatorconfig", "default", "--ignore-not-found"});
   }
 
-  // kubectl apply of a YAML document (or several, separated by ---).
   ::testing::AssertionResult apply(const std::string& yaml) {
-    const std::string file = tmp_.path() + "/apply-" + std::to_string(++applied_) + ".yaml";
-    std::ofstream(file) << yaml;
-    auto r = controlPlane().kubectl({"apply", "-f", file});
-    if (!r.ok()) {
-      return ::testing::AssertionFailure() << "kubectl apply -f " << file << ": " << r.output;
-    }
-    return ::testing::AssertionSuccess();
+    return testenv::applyYaml(tmp_.path(), yaml);
   }
   ::testing::AssertionResult applyPool(const std::string& name,
                                        const std::vector<std::string>& cidrs,
@@ -421,9 +259,10 @@ class OperatorE2E : public ::testing::Test {
     pools_.push_back(name);
     return apply(poolYaml(name, cidrs, exclude));
   }
-  Operator& startOperator(std::vector<std::string> args = {}) {
+  Operator& startOperator(const std::vector<std::string>& args = {}) {
     const std::string name = "operator-" + std::to_string(operators_.size());
-    operators_.push_back(std::make_unique<Operator>(tmp_.path(), name, std::move(args)));
+    operators_.push_back(
+        std::make_unique<Operator>(EGRESS_OPERATOR_BINARY, tmp_.path(), name, args));
     Operator& op = *operators_.back();
     EXPECT_TRUE(op.process().error().empty()) << op.process().error();
     return op;
@@ -466,7 +305,6 @@ class OperatorE2E : public ::testing::Test {
   std::string ns_;
   std::vector<std::string> pools_;
   std::vector<std::unique_ptr<Operator>> operators_;
-  int applied_ = 0;
 };
 
 std::set<std::string> allAddresses(const std::map<std::string, PolicyView>& ps) {

@@ -161,6 +161,10 @@ std::string scrapeConfig(const PrometheusOptions& options) {
   for (const auto& t : options.targets) {
     targets += (targets.empty() ? "\"" : ", \"") + t + "\"";
   }
+  std::string rules;
+  for (const auto& f : options.ruleFiles) {
+    rules += (rules.empty() ? "rule_files:\n" : "") + std::string("  - \"") + f + "\"\n";
+  }
   return "global:\n"
          "  scrape_interval: 1s\n"
          "  scrape_timeout: 1s\n"
@@ -171,7 +175,7 @@ std::string scrapeConfig(const PrometheusOptions& options) {
          "\"\n"
          "    static_configs:\n"
          "      - targets: [" +
-         targets + "]\n";
+         targets + "]\n" + rules;
 }
 
 }  // namespace
@@ -290,6 +294,61 @@ std::optional<std::vector<PromSample>> Prometheus::query(const std::string& prom
     samples.push_back(std::move(sample));
   }
   return samples;
+}
+
+namespace {
+
+std::map<std::string, std::string> stringMap(const rapidjson::Value& object, const char* name) {
+  std::map<std::string, std::string> out;
+  if (object.HasMember(name) && object[name].IsObject()) {
+    for (const auto& m : object[name].GetObject()) {
+      out[m.name.GetString()] = m.value.IsString() ? m.value.GetString() : "";
+    }
+  }
+  return out;
+}
+
+std::string stringMember(const rapidjson::Value& object, const char* name) {
+  return object.HasMember(name) && object[name].IsString() ? object[name].GetString() : "";
+}
+
+}  // namespace
+
+std::optional<std::vector<PromRule>> Prometheus::rules(std::string& error) const {
+  const HttpAnswer answer = httpGet(port_, "/api/v1/rules");
+  rapidjson::Document doc;
+  doc.Parse(answer.body.c_str());
+  if (answer.status != 200 || doc.HasParseError() || !doc.IsObject() ||
+      stringMember(doc, "status") != "success" || !doc.HasMember("data") ||
+      !doc["data"].IsObject() || !doc["data"].HasMember("groups") ||
+      !doc["data"]["groups"].IsArray()) {
+    error = "GET /api/v1/rules: HTTP " + std::to_string(answer.status) + ": " + answer.body;
+    return std::nullopt;
+  }
+  std::vector<PromRule> out;
+  for (const auto& group : doc["data"]["groups"].GetArray()) {
+    if (!group.IsObject() || !group.HasMember("rules") || !group["rules"].IsArray()) {
+      continue;
+    }
+    for (const auto& r : group["rules"].GetArray()) {
+      PromRule rule;
+      rule.group = stringMember(group, "name");
+      rule.name = stringMember(r, "name");
+      rule.type = stringMember(r, "type");
+      rule.query = stringMember(r, "query");
+      rule.health = stringMember(r, "health");
+      rule.lastError = stringMember(r, "lastError");
+      rule.state = stringMember(r, "state");
+      if (r.HasMember("alerts") && r["alerts"].IsArray()) {
+        for (const auto& a : r["alerts"].GetArray()) {
+          rule.alerts.push_back(
+              {stringMap(a, "labels"), stringMap(a, "annotations"), stringMember(a, "state")});
+        }
+      }
+      out.push_back(std::move(rule));
+    }
+  }
+  return out;
 }
 
 std::vector<PromSample> Prometheus::waitForSeries(const std::string& promql,

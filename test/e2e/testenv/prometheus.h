@@ -5,7 +5,8 @@
 // targets it is given every second, queried through its HTTP API (/api/v1/query), and stopped
 // (its directory removed) when the object goes away. It dies with the thread that started it,
 // even on SIGKILL. The machine's own prometheus service, if any, is never used or touched.
-// Beside it, the package's promtool lints an exposition the test scraped itself.
+// It can load rule files too (evaluated every second), whose state rules() reads
+// (/api/v1/rules). Beside it, the package's promtool lints an exposition the test scraped itself.
 //
 //   std::string error;
 //   auto prom = Prometheus::start({.targets = {"127.0.0.1:" + std::to_string(port)}}, error);
@@ -31,6 +32,8 @@ struct PrometheusOptions {
   std::vector<std::string> targets;
   std::string job = "egress-operator";
   std::string binary = "/usr/bin/prometheus";
+  // Paths of rule files for prometheus.yml's rule_files.
+  std::vector<std::string> ruleFiles = {};
 };
 
 // One element of an instant vector.
@@ -42,6 +45,25 @@ struct PromSample {
     auto it = labels.find(name);
     return it == labels.end() ? "" : it->second;
   }
+};
+
+// One alert of an alerting rule, as /api/v1/rules reports it.
+struct PromAlert {
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::string state;  // pending | firing
+};
+
+// One rule of a loaded rule file, as /api/v1/rules reports it.
+struct PromRule {
+  std::string group;
+  std::string name;       // the alert's name, or the recorded series'
+  std::string type;       // alerting | recording
+  std::string query;      // the expression, as Prometheus re-printed it
+  std::string health;     // ok | err | unknown (not evaluated yet)
+  std::string lastError;  // why the last evaluation failed
+  std::string state;      // alerting rules: inactive | pending | firing
+  std::vector<PromAlert> alerts;
 };
 
 class Prometheus {
@@ -58,6 +80,8 @@ class Prometheus {
   std::string url() const;
   // An instant query at the current time; nullopt (and `error`) if Prometheus refuses it.
   std::optional<std::vector<PromSample>> query(const std::string& promql, std::string& error) const;
+  // Every rule of every loaded rule file; nullopt (and `error`) if Prometheus does not answer.
+  std::optional<std::vector<PromRule>> rules(std::string& error) const;
   // Repeats the query until it returns at least one sample; empty (and `error`) on timeout.
   std::vector<PromSample> waitForSeries(const std::string& promql, std::chrono::seconds timeout,
                                         std::string& error) const;
