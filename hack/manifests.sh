@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make manifests`: the chart's copies of the generated CRDs (manifests/ → the chart's
 # crds-generated/) and the plain manifests (deploy/manifests/, `helm template` of the chart with
-# hack/manifests-values.yaml), so `kubectl apply -f deploy/manifests/` installs what
-# `helm install` does. `hack/manifests.sh --verify` (in `make test`) renders into a temporary
+# hack/manifests-values.yaml), so `kubectl apply -f deploy/manifests/` and then
+# `kubectl apply -f deploy/manifests/operatorconfig/` install what `helm install` does. `hack/manifests.sh --verify` (in `make test`) renders into a temporary
 # directory and fails if anything committed differs, naming it.
 # Usage: hack/manifests.sh [--verify]
 set -euo pipefail
@@ -26,16 +26,21 @@ render() {  # render CHART_DIR OUT_DIR
     --kube-version 1.20.0 --values hack/manifests-values.yaml --output-dir "$work/out" >/dev/null
   local t="$work/out/egress-gateway-operator/templates" f
   mkdir -p "$out"
-  # kubectl apply -f DIR takes the files in name order: the Namespace and the CRDs first, the
-  # OperatorConfig (an object of those CRDs) last.
+  # kubectl apply -f DIR takes the files in name order: the Namespace and the CRDs first. The
+  # OperatorConfig, an object of those CRDs, goes to a subdirectory (which apply -f DIR does not
+  # enter) for a second kubectl apply: one kubectl run maps every object to its API before it
+  # creates any, and cannot map an OperatorConfig before its CRD exists.
   local order=(namespace crds serviceaccount clusterrole role deployment service
                grafana-dashboard servicemonitor prometheusrule operatorconfig)
-  local i=0 name
+  local i=0 name target
+  mkdir -p "$out/operatorconfig"
   for name in "${order[@]}"; do
     f="$t/$name.yaml"
     if [ -s "$f" ]; then
+      target="$out/$(printf '%02d' "$i")-$name.yaml"
+      [ "$name" = operatorconfig ] && target="$out/operatorconfig/default.yaml"
       { echo "# Rendered from $chart/templates/$name.yaml by hack/manifests.sh. DO NOT EDIT."
-        grep -v '^# Source: ' "$f"; } >"$out/$(printf '%02d' "$i")-$name.yaml"
+        grep -v '^# Source: ' "$f"; } >"$target"
       i=$((i + 1))
     fi
   done
@@ -66,5 +71,5 @@ else
   cp -r "$work/crds" "$chart/crds-generated"
   rm -rf deploy/manifests
   render "$chart" deploy/manifests
-  ls deploy/manifests
+  find deploy/manifests -type f | sort
 fi

@@ -512,6 +512,37 @@ TEST_F(HelmE2E, OperatorRunsInClusterWithOnlyTheServiceAccountToken) {
   EXPECT_FALSE(contains(log, "unauthorized")) << op.process().log();
 }
 
+// The no-Helm path: kubectl apply -f deploy/manifests/, then (its CRD established) the
+// OperatorConfig in deploy/manifests/operatorconfig/, installs the same operator; kubectl
+// delete -f removes it again.
+TEST_F(HelmE2E, PlainManifestsInstallWithKubectlApply) {
+  const std::string dir = testenv::sourceDir() + "/deploy/manifests/";
+  auto applied = controlPlane().kubectl({"apply", "-f", dir});
+  ASSERT_TRUE(applied.ok()) << applied.output;
+  auto established = controlPlane().kubectl(
+      {"wait", "--for=condition=established", "--timeout=60s", std::string("crd/") + kCrds[2]});
+  ASSERT_TRUE(established.ok()) << established.output;
+  auto config = controlPlane().kubectl({"apply", "-f", dir + "operatorconfig/"});
+  ASSERT_TRUE(config.ok()) << config.output;
+  const std::string ns = "egress-gateway-system";
+  const std::string name = "egress-gateway-operator";
+  auto wait = controlPlane().kubectl(
+      {"wait", "-n", ns, "--for=condition=Available", "--timeout=120s", "deployment/" + name});
+  EXPECT_TRUE(wait.ok()) << wait.output;
+  EXPECT_EQ(field({"deployment", "-n", ns, name}, ".status.availableReplicas"), "2");
+  EXPECT_EQ(rulesOf(get({"clusterrole", name})), expectedClusterRules());
+  EXPECT_TRUE(exists({"get", "role", "-n", ns, name + "-leader-election"}));
+  EXPECT_TRUE(exists({"get", "serviceaccount", "-n", ns, name}));
+  EXPECT_FALSE(field({"operatorconfig", "default"}, ".spec.gatewayImage").empty());
+  for (const char* crd : kCrds) {
+    EXPECT_EQ(field({"crd", crd}, ".status.conditions[?(@.type==\"Established\")].status"), "True");
+  }
+  // Everything goes, the CRDs too, so the Helm tests' install finds no CRD it does not own.
+  auto deleted = controlPlane().kubectl({"delete", "-f", dir + "operatorconfig/", "-f", dir,
+                                         "--ignore-not-found", "--wait", "--timeout=180s"});
+  EXPECT_TRUE(deleted.ok()) << deleted.output;
+}
+
 // The CRD variant follows the server's version; crds.* values turn the CRDs and keep off.
 TEST_F(HelmE2E, TemplateChoosesTheCRDVariantByKubernetesVersion) {
   auto old = helmTemplate({"--kube-version", "1.20.0", "--show-only", "templates/crds.yaml"});
