@@ -75,3 +75,22 @@ docker-build:
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# --- The Helm chart and the plain manifests (deploy/helm/, deploy/manifests/) ---------------
+# `make manifests` copies the generated CRDs into the chart and renders deploy/manifests/ from it
+# (hack/manifests.sh); `make verify-manifests` fails if either is stale; `make helm-lint` runs
+# `helm lint --strict` with the default values and with the plain manifests' values. Together
+# about 2 s (chart-check, in `make test`).
+.PHONY: manifests verify-manifests helm-lint chart-check
+manifests: testenv
+	hack/manifests.sh
+
+verify-manifests: testenv
+	hack/manifests.sh --verify
+
+helm-lint: testenv
+	hack/helm-lint.sh
+
+chart-check: verify-manifests helm-lint
+test: chart-check
+# --- end of the Helm chart block -------------------------------------------------------------
