@@ -26,8 +26,10 @@ ARG BINARIES=compiled
 FROM ${BASE_IMAGE} AS build
 ARG DEBIAN_ARCHIVE=
 ARG DEBIAN_SECURITY_ARCHIVE=
-RUN --mount=type=bind,source=hack/image,target=/image \
-    /image/apt-install.sh cmake ninja-build ccache g++ make pkg-config \
+# COPY, not a bind mount, wherever a file steers a RUN: podman's layer cache keys a RUN by its
+# command, and only a COPY puts the file's content into the key.
+COPY hack/image/apt-install.sh /image/
+RUN /image/apt-install.sh cmake ninja-build ccache g++ make pkg-config \
       libboost1.81-dev libssl-dev rapidjson-dev libyaml-cpp-dev prometheus-cpp-dev \
       libspdlog-dev libfmt-dev zlib1g-dev
 WORKDIR /src
@@ -42,8 +44,10 @@ COPY pkg ./pkg
 FROM build AS compiled
 ARG TARGETS="egress-operator"
 ARG CCACHE_DIR=
-RUN --mount=type=bind,source=hack/image,target=/image \
-    if [ -z "$CCACHE_DIR" ] || [ ! -d "$CCACHE_DIR" ]; then unset CCACHE_DIR; export CCACHE_DISABLE=1; fi \
+COPY hack/image/runtime-packages.sh /image/
+RUN if [ -z "$CCACHE_DIR" ] || [ ! -d "$CCACHE_DIR" ]; then \
+      unset CCACHE_DIR; export CCACHE_DISABLE=1; \
+    fi \
     && cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEGRESS_BUILD_TESTS=OFF \
     && cmake --build /build --target $TARGETS \
     && mkdir -p /out/bin \
@@ -63,9 +67,9 @@ FROM ${BINARIES} AS binaries
 FROM ${RUNTIME_IMAGE} AS runtime
 ARG DEBIAN_ARCHIVE=
 ARG DEBIAN_SECURITY_ARCHIVE=
-RUN --mount=type=bind,from=binaries,source=/out/runtime-packages,target=/runtime-packages \
-    --mount=type=bind,source=hack/image,target=/image \
-    /image/apt-install.sh $(cat /runtime-packages)
+COPY --from=binaries /out/runtime-packages /image/runtime-packages
+COPY hack/image/apt-install.sh /image/
+RUN /image/apt-install.sh $(cat /image/runtime-packages) && rm -r /image
 COPY --from=binaries /out/bin/ /usr/local/bin/
 # Non-root and numeric, so the kubelet can verify runAsNonRoot without a passwd entry.
 USER 65532:65532

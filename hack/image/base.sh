@@ -6,6 +6,7 @@
 # leaving them out), as EGRESS_IMAGE_RUNTIME_BASE (localhost/debian:bookworm-slim). Does nothing
 # for an image that exists already; --force remakes both.
 set -euo pipefail
+# shellcheck source=hack/image/lib.sh
 source "$(dirname "$0")/lib.sh"
 image_require_root "$@"
 
@@ -24,7 +25,8 @@ work=$(mktemp -d /var/tmp/egress-image-base.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 start=$SECONDS
 echo "base.sh: debootstrap --variant=minbase bookworm from $archive" >&2
-if ! debootstrap --variant=minbase bookworm "$work/rootfs" "$archive" >"$work/debootstrap.log" 2>&1; then
+if ! debootstrap --variant=minbase bookworm "$work/rootfs" "$archive" \
+  >"$work/debootstrap.log" 2>&1; then
   tail -n 20 "$work/debootstrap.log" >&2
   exit 1
 fi

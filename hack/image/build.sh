@@ -12,6 +12,7 @@
 # programs BUILD_DIR built instead (the Dockerfile's BINARIES=prebuilt), for the image test.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=hack/image/lib.sh
 source "$repo/hack/image/lib.sh"
 image_require_root "$@"
 
@@ -28,7 +29,8 @@ done
 targets=$(sed -n 's/^ARG TARGETS="\(.*\)"$/\1/p' "$repo/Dockerfile")
 
 "$repo/hack/image/base.sh"
-args=(--build-arg "BASE_IMAGE=$EGRESS_IMAGE_BASE" --build-arg "RUNTIME_IMAGE=$EGRESS_IMAGE_RUNTIME_BASE")
+args=(--build-arg "BASE_IMAGE=$EGRESS_IMAGE_BASE"
+  --build-arg "RUNTIME_IMAGE=$EGRESS_IMAGE_RUNTIME_BASE")
 if archive=$(image_debian_archive bookworm); then
   args+=(--build-arg "DEBIAN_ARCHIVE=$archive")
   if security=$(image_debian_archive bookworm-security); then
@@ -61,11 +63,12 @@ else
 fi
 
 start=$SECONDS
-podman build --isolation=chroot --pull=never --tag "$tag" "${args[@]}" "$repo" >"$work/build.log" 2>&1 || {
+if ! podman build --isolation=chroot --pull=never --tag "$tag" "${args[@]}" "$repo" \
+  >"$work/build.log" 2>&1; then
   tail -n 40 "$work/build.log" >&2
   echo "build.sh: podman build failed" >&2
   exit 1
-}
+fi
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 echo "build.sh: built in $((SECONDS - start)) s" >&2
 printf '%s %s MB\n' "$(podman image inspect --format '{{index .RepoTags 0}}' "$tag")" \

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the image scripts (build.sh, base.sh, test/image/image_test.sh): the machine's Debian
 # archive, the local base images' names, and running as root.
 
@@ -28,7 +29,10 @@ image_debian_archive() {
   uri=$(awk -v suite="$suite" '
     function found(uri) { print uri; done = 1; exit }
     function flush() {
-      if (deb && uris != "" && (" " suites " ") ~ (" " suite " ")) { split(uris, u, " "); found(u[1]) }
+      if (deb && uris != "" && (" " suites " ") ~ (" " suite " ")) {
+        split(uris, u, " ")
+        found(u[1])
+      }
       deb = 0; uris = ""; suites = ""
     }
     FNR == 1 { flush() }

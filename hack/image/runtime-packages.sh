@@ -14,7 +14,7 @@ libs=$(for bin in "$@"; do
     printf '%s\n' "$out" | grep 'not found' >&2
     exit 1
   fi
-  # "libssl.so.3 => /lib/x86_64-linux-gnu/libssl.so.3 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)"
+  # "libssl.so.3 => /lib/x86_64-linux-gnu/libssl.so.3 (0x...)", "/lib64/ld-linux-x86-64.so.2 (0x..)"
   printf '%s\n' "$out" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
 done | sort -u)
 

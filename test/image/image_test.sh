@@ -10,6 +10,7 @@
 #   test/image/image_test.sh --prebuilt BUILD_DIR --version VERSION [--image IMAGE]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=hack/image/lib.sh
 source "$repo/hack/image/lib.sh"
 image_require_root "$@"
 
@@ -22,22 +23,29 @@ while [ "$#" -gt 0 ]; do
     *) echo "usage: $0 --prebuilt BUILD_DIR --version VERSION [--image IMAGE]" >&2; exit 2 ;;
   esac
 done
-[ -n "$version" ] && { [ -n "$build_dir" ] || [ -n "$image" ]; } || {
+if [ -z "$version" ] || { [ -z "$build_dir" ] && [ -z "$image" ]; }; then
   echo "usage: $0 --prebuilt BUILD_DIR --version VERSION [--image IMAGE]" >&2
   exit 2
-}
+fi
 
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
+# expect WHAT COMMAND...: one check, passed when COMMAND succeeds.
+expect() {
+  local what=$1
+  shift
+  if "$@"; then pass "$what"; else fail "$what"; fi
+}
 
 # Programs in ROOT (executables, or links such as /etc/alternatives/cc) that are a compiler
 # driver, a compiler proper or its linker helper.
 compilers_in() {
-  find "$1" -xdev \( -type l -o -type f -perm /111 \) \( -name gcc -o -name 'gcc-[0-9]*' -o -name '*-gcc' \
+  find "$1" -xdev \( -type l -o -type f -perm /111 \) \
+    \( -name gcc -o -name 'gcc-[0-9]*' -o -name '*-gcc' \
     -o -name '*-gcc-[0-9]*' -o -name 'g++' -o -name 'g++-[0-9]*' -o -name '*-g++' \
     -o -name '*-g++-[0-9]*' -o -name cc -o -name c++ -o -name cpp -o -name 'cpp-[0-9]*' \
-    -o -name 'clang*' -o -name cc1 -o -name cc1plus -o -name collect2 \) -print
+    -o -name 'clang*' -o -name cc1 -o -name cc1plus -o -name collect2 \) -printf '/%P\n'
 }
 # Installed packages in ROOT's dpkg database that are -dev packages or a toolchain.
 dev_packages_in() {
@@ -70,16 +78,16 @@ if [ -z "$image" ]; then
 fi
 
 user=$(podman image inspect --format '{{.Config.User}}' "$image")
-[ "$user" = 65532:65532 ] && pass "runs as $user" || fail "image user is \"$user\", not 65532:65532"
+expect "image user 65532:65532 (is \"$user\")" [ "$user" = 65532:65532 ]
 entrypoint=$(podman image inspect --format '{{join .Config.Entrypoint " "}}' "$image")
-[ "$entrypoint" = /usr/local/bin/egress-operator ] && pass "entrypoint $entrypoint" ||
-  fail "entrypoint is \"$entrypoint\""
+expect "entrypoint /usr/local/bin/egress-operator (is \"$entrypoint\")" \
+  [ "$entrypoint" = /usr/local/bin/egress-operator ]
 
 root=$(podman image mount "$image")
 mount_image=$image
 as_nonroot() { chroot --userspec=65532:65532 "$root" "$@"; }
 
-[ "$(as_nonroot /usr/bin/id -u)" = 65532 ] || fail "chroot --userspec does not run as 65532"
+expect "programs run as uid 65532" [ "$(as_nonroot /usr/bin/id -u)" = 65532 ]
 targets=$(sed -n 's/^ARG TARGETS="\(.*\)"$/\1/p' "$repo/Dockerfile")
 for t in $targets; do
   bin=/usr/local/bin/$t
@@ -88,15 +96,11 @@ for t in $targets; do
     continue
   fi
   # Every library the program names (DT_NEEDED) resolves inside the image, as the loader finds
-  # it there; `ldd` runs the image's own loader.
+  # it there: ldd runs the image's own loader.
   needed=$(readelf -d "$root$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
   resolved=$(as_nonroot ldd "$bin" 2>&1) || fail "ldd $bin failed: $resolved"
   for lib in $needed; do
-    if printf '%s\n' "$resolved" | grep -q "^[[:space:]]*$lib => /"; then
-      pass "$t: $lib resolves"
-    else
-      fail "$t: $lib does not resolve in the image"
-    fi
+    expect "$t: $lib resolves in the image" grep -q "^[[:space:]]*$lib => /" <<<"$resolved"
   done
   if printf '%s\n' "$resolved" | grep -q 'not found'; then
     fail "$t: $(printf '%s\n' "$resolved" | grep 'not found' | tr -s '\t\n' ' ')"
@@ -104,20 +108,18 @@ for t in $targets; do
 done
 
 out=$(as_nonroot /usr/local/bin/egress-operator --version 2>&1) || fail "--version exited $?: $out"
-[ "$out" = "egress-operator $version" ] && pass "--version: $out" ||
-  fail "--version printed \"$out\", not \"egress-operator $version\""
+expect "--version prints \"egress-operator $version\" (printed \"$out\")" \
+  [ "$out" = "egress-operator $version" ]
 out=$(as_nonroot /usr/local/bin/egress-operator --help 2>&1) || fail "--help exited $?"
 for flag in --leader-elect --metrics-bind-address --kubeconfig --version; do
-  printf '%s\n' "$out" | grep -q -- "$flag" && pass "--help lists $flag" ||
-    fail "--help does not list $flag"
+  expect "--help lists $flag" grep -q -- "$flag" <<<"$out"
 done
 
-found=$(compilers_in "$root")
-[ -z "$found" ] && pass "no compiler" || fail "compiler in the runtime image: $(echo $found)"
-found=$(dev_packages_in "$root")
-[ -z "$found" ] && pass "no -dev or toolchain package" || fail "in the runtime image: $(echo $found)"
-[ -z "$(ls -A "$root/usr/include" 2>/dev/null)" ] && pass "no headers in /usr/include" ||
-  fail "headers in /usr/include"
+found=$(compilers_in "$root" | tr '\n' ' ')
+expect "no compiler in the image (found: ${found:-none})" [ -z "$found" ]
+found=$(dev_packages_in "$root" | tr '\n' ' ')
+expect "no -dev or toolchain package in the image (found: ${found:-none})" [ -z "$found" ]
+expect "no headers in /usr/include" [ -z "$(ls -A "$root/usr/include" 2>/dev/null)" ]
 
 echo "image_test: $image $(podman image inspect --format '{{.Size}}' "$image") bytes"
 if [ "$failures" -gt 0 ]; then
