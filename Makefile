@@ -10,7 +10,7 @@ IMAGE ?= egress-gateway-operator:dev
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps testenv configure build test test-unit test-e2e test-asan generate verify-generate \
-        lint format demo bench fuzz docker-build clean
+        lint format demo bench fuzz image test-image docker-build clean
 
 all: build
 
@@ -70,6 +70,18 @@ bench: testenv build
 fuzz: deps
 	hack/fuzz.sh $(FUZZ_SECONDS)
 
+# The image, built here with podman from the Dockerfile (hack/image/build.sh: local debootstrap
+# bases, this machine's Debian archive, the operator compiled in the build stage with this
+# machine's ccache mounted); prints the image's name and size.
+image: deps
+	hack/image/build.sh --tag $(IMAGE)
+
+# The image test alone (ctest label `image`, also part of `make test`): the image from this
+# build's programs, checked as uid 65532 inside its root file system (test/image/image_test.sh).
+test-image: build
+	cd $(BUILD_DIR) && ctest -L image $(CTEST_FLAGS)
+
+# The same Dockerfile where a Docker engine (with BuildKit) and Docker Hub are at hand.
 docker-build:
 	docker build -t $(IMAGE) .
 
