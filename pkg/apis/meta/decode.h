@@ -37,7 +37,6 @@ struct DecodeError {
 template <class T>
 using Decoded = egress::Result<T, DecodeError>;
 
-
 // `inner` (relative to the value at `prefix`) as seen from the enclosing value:
 // prefix "items[3]" + path "metadata.name" -> "items[3].metadata.name".
 DecodeError prefixError(std::string_view prefix, DecodeError inner);

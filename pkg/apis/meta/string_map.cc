@@ -49,7 +49,8 @@ std::pair<StringMap::iterator, bool> StringMap::emplace(std::string key, std::st
   return {entries_.emplace(it, std::move(key), std::move(value)), true};
 }
 
-std::pair<StringMap::iterator, bool> StringMap::insert_or_assign(std::string key, std::string value) {
+std::pair<StringMap::iterator, bool> StringMap::insert_or_assign(std::string key,
+                                                                 std::string value) {
   auto it = lowerBound(key);
   if (it != entries_.end() && it->first == key) {
     auto pos = entries_.begin() + (it - entries_.cbegin());
