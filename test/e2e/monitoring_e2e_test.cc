@@ -28,9 +28,8 @@
 #include <rapidjson/document.h>
 #include <yaml-cpp/yaml.h>
 
-#include "test/e2e/testenv/egress_objects.h"
+#include "test/e2e/operator_helpers.h"
 #include "test/e2e/testenv/environment.h"
-#include "test/e2e/testenv/operator_process.h"
 #include "test/e2e/testenv/prometheus.h"
 #include "test/testutil/temp_dir.h"
 
@@ -127,7 +126,7 @@ class MonitoringE2E : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(tmp_.path().empty());
-    ASSERT_EQ(testenv::installCrds(), "");
+    ASSERT_EQ(e2e::installCrds(), "");
     std::random_device rd;
     suffix_ = std::to_string(rd() % 1000000);
     ns_ = "monitoring-e2e-" + suffix_;
@@ -144,7 +143,7 @@ class MonitoringE2E : public ::testing::Test {
   }
 
   ::testing::AssertionResult apply(const std::string& yaml) {
-    return testenv::applyYaml(tmp_.path(), yaml);
+    return e2e::applyYaml(tmp_.path() + "/apply-" + std::to_string(++applied_) + ".yaml", yaml);
   }
 
   std::vector<PromSample> waitFor(const std::string& promql) {
@@ -212,18 +211,19 @@ class MonitoringE2E : public ::testing::Test {
   std::string suffix_;
   std::string ns_;
   std::string pool_;
-  std::vector<std::unique_ptr<testenv::OperatorProcess>> operators_;
+  std::vector<std::unique_ptr<e2e::Operator>> operators_;
+  int applied_ = 0;
   std::unique_ptr<testenv::Prometheus> prometheus_;
 };
 
 TEST_F(MonitoringE2E, EveryDashboardQueryAndAlertRuleEvaluatesOnARunningOperator) {
   // Six usable addresses (198.51.100.17-22).
-  ASSERT_TRUE(apply(testenv::poolYaml(pool_, {"198.51.100.16/29"})));
-  ASSERT_TRUE(apply(testenv::operatorConfigYaml(pool_)));
-  ASSERT_TRUE(apply(testenv::policyYaml(ns_, "alpha", "", 2, "alpha") + "---\n" +
-                    testenv::policyYaml(ns_, "beta", "", 1, "beta") + "---\n" +
-                    testenv::policyYaml(ns_, "gamma", "", 2, "gamma") + "---\n" +
-                    testenv::podYaml(ns_, "alpha-client", "alpha")));
+  ASSERT_TRUE(apply(e2e::poolYaml(pool_, {"198.51.100.16/29"})));
+  ASSERT_TRUE(apply(e2e::operatorConfigYaml(pool_)));
+  ASSERT_TRUE(apply(e2e::policyYaml(ns_, "alpha", "", 2, "alpha") + "---\n" +
+                    e2e::policyYaml(ns_, "beta", "", 1, "beta") + "---\n" +
+                    e2e::policyYaml(ns_, "gamma", "", 2, "gamma") + "---\n" +
+                    e2e::podYaml(ns_, "alpha-client", "alpha")));
   const std::vector<std::string> leaderElection = {"--leader-elect",
                                                    "--leader-election-namespace=" + ns_,
                                                    "--leader-election-id=monitoring-e2e",
@@ -232,8 +232,8 @@ TEST_F(MonitoringE2E, EveryDashboardQueryAndAlertRuleEvaluatesOnARunningOperator
                                                    "--leader-elect-retry-period=1s"};
   std::vector<std::string> targets;
   for (int i = 0; i < 2; ++i) {
-    operators_.push_back(std::make_unique<testenv::OperatorProcess>(
-        EGRESS_OPERATOR_BINARY, tmp_.path(), "operator-" + std::to_string(i), leaderElection));
+    operators_.push_back(std::make_unique<e2e::Operator>(
+        tmp_.path(), "operator-" + std::to_string(i), leaderElection));
     ASSERT_TRUE(operators_.back()->process().error().empty())
         << operators_.back()->process().error();
     targets.push_back(operators_.back()->metricsTarget());
@@ -255,11 +255,11 @@ TEST_F(MonitoringE2E, EveryDashboardQueryAndAlertRuleEvaluatesOnARunningOperator
   // Two policies fall short: short-1 gets one of its two addresses (the pool is then full),
   // short-2 none. The second failure comes once Prometheus has the first one, so the counter
   // increases in its eyes (a series' first sample is no increase).
-  ASSERT_TRUE(apply(testenv::policyYaml(ns_, "short-1", "", 2, "short")));
+  ASSERT_TRUE(apply(e2e::policyYaml(ns_, "short-1", "", 2, "short")));
   ASSERT_FALSE(waitFor("sum(egress_ip_allocation_failures_total" + j + ",pool=\"" + pool_ +
                        "\",reason=\"PoolExhausted\"}) == 1")
                    .empty());
-  ASSERT_TRUE(apply(testenv::policyYaml(ns_, "short-2", "", 1, "short")));
+  ASSERT_TRUE(apply(e2e::policyYaml(ns_, "short-2", "", 1, "short")));
   ASSERT_FALSE(waitFor("sum(egress_ip_allocation_failures_total" + j + ",pool=\"" + pool_ +
                        "\",reason=\"PoolExhausted\"}) == 2")
                    .empty());

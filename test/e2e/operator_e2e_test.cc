@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -17,12 +18,10 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "test/e2e/operator_helpers.h"
 #include "test/e2e/testenv/child_process.h"
-#include "test/e2e/testenv/egress_objects.h"
 #include "test/e2e/testenv/environment.h"
-#include "test/e2e/testenv/eventually.h"
 #include "test/e2e/testenv/loopback.h"
-#include "test/e2e/testenv/operator_process.h"
 #include "test/testutil/temp_dir.h"
 #include <signal.h>
 #include <sys/wait.h>
@@ -32,206 +31,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using testenv::controlPlane;
-using testenv::eventually;
-using testenv::metricSum;
-using testenv::operatorConfigYaml;
-using testenv::podYaml;
-using testenv::policyYaml;
-using testenv::poolYaml;
-using Operator = testenv::OperatorProcess;
-
-constexpr const char* kPolicyLabel = "egressgateway.dev/policy";
-constexpr const char* kAnnotation = "egressgateway.dev/egress-ips";
-
-// How a reaped process ended, as a shell says it: its exit code, or 128 + the signal.
-std::optional<int> exitCode(const std::optional<int>& waitStatus) {
-  if (!waitStatus) {
-    return std::nullopt;
-  }
-  return WIFEXITED(*waitStatus) ? WEXITSTATUS(*waitStatus) : 128 + WTERMSIG(*waitStatus);
-}
-
-rapidjson::Document parseJson(const std::string& text) {
-  rapidjson::Document d;
-  d.Parse<rapidjson::kParseIterativeFlag>(text.c_str());
-  return d;
-}
-
-std::string str(const rapidjson::Value& v, const char* name) {
-  if (!v.IsObject()) {
-    return "";
-  }
-  auto it = v.FindMember(name);
-  return it != v.MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
-}
-
-const rapidjson::Value* at(const rapidjson::Value& v, std::initializer_list<const char*> path) {
-  const rapidjson::Value* cur = &v;
-  for (const char* p : path) {
-    if (!cur->IsObject()) {
-      return nullptr;
-    }
-    auto it = cur->FindMember(p);
-    if (it == cur->MemberEnd()) {
-      return nullptr;
-    }
-    cur = &it->value;
-  }
-  return cur;
-}
-
-// A policy as the test reads it back.
-struct PolicyView {
-  std::string name;
-  std::string pool;
-  std::vector<std::string> egressIPs;
-  std::vector<std::vector<std::string>> ledger;  // status.gateways[].egressIPs
-  std::vector<std::string> ledgerPods;           // status.gateways[].pod
-  int selectedPods = 0;
-  std::map<std::string, std::pair<std::string, std::string>> conditions;  // type -> status, reason
-  std::map<std::string, std::string> messages;
-
-  bool conditionIs(const std::string& type, const std::string& status) const {
-    auto it = conditions.find(type);
-    return it != conditions.end() && it->second.first == status;
-  }
-  std::string reason(const std::string& type) const {
-    auto it = conditions.find(type);
-    return it == conditions.end() ? "" : it->second.second;
-  }
-};
-
-std::vector<std::string> strings(const rapidjson::Value* v) {
-  std::vector<std::string> out;
-  if (v != nullptr && v->IsArray()) {
-    for (const auto& s : v->GetArray()) {
-      if (s.IsString()) {
-        out.emplace_back(s.GetString());
-      }
-    }
-  }
-  return out;
-}
-
-PolicyView viewOf(const rapidjson::Value& item) {
-  PolicyView p;
-  p.name = str(*at(item, {"metadata"}), "name");
-  if (const auto* st = at(item, {"status"})) {
-    p.pool = str(*st, "pool");
-    p.egressIPs = strings(at(*st, {"egressIPs"}));
-    if (const auto* gws = at(*st, {"gateways"}); gws != nullptr && gws->IsArray()) {
-      for (const auto& g : gws->GetArray()) {
-        p.ledger.push_back(strings(at(g, {"egressIPs"})));
-        p.ledgerPods.push_back(str(g, "pod"));
-      }
-    }
-    if (const auto* sel = at(*st, {"selectedPods"}); sel != nullptr && sel->IsInt()) {
-      p.selectedPods = sel->GetInt();
-    }
-    if (const auto* cs = at(*st, {"conditions"}); cs != nullptr && cs->IsArray()) {
-      for (const auto& c : cs->GetArray()) {
-        p.conditions[str(c, "type")] = {str(c, "status"), str(c, "reason")};
-        p.messages[str(c, "type")] = str(c, "message");
-      }
-    }
-  }
-  return p;
-}
-
-std::map<std::string, PolicyView> policies(const std::string& ns) {
-  std::map<std::string, PolicyView> out;
-  auto got = controlPlane().kubectl({"get", "egp", "-n", ns, "-o", "json"});
-  if (!got.ok()) {
-    return out;
-  }
-  auto doc = parseJson(got.output);
-  if (const auto* items = at(doc, {"items"}); items != nullptr && items->IsArray()) {
-    for (const auto& item : items->GetArray()) {
-      auto v = viewOf(item);
-      out[v.name] = v;
-    }
-  }
-  return out;
-}
-
-// name -> (annotation, nodeName, deleting) of the gateway pods of `policy`.
-struct PodView {
-  std::string annotation;
-  std::string node;
-  bool deleting = false;
-};
-std::map<std::string, PodView> gatewayPods(const std::string& ns, const std::string& policy) {
-  std::map<std::string, PodView> out;
-  auto got = controlPlane().kubectl(
-      {"get", "pods", "-n", ns, "-l", std::string(kPolicyLabel) + "=" + policy, "-o", "json"});
-  auto doc = parseJson(got.output);
-  if (const auto* items = at(doc, {"items"}); items != nullptr && items->IsArray()) {
-    for (const auto& item : items->GetArray()) {
-      PodView p;
-      if (const auto* a = at(item, {"metadata", "annotations"}); a != nullptr) {
-        p.annotation = str(*a, kAnnotation);
-      }
-      p.node = str(*at(item, {"spec"}), "nodeName");
-      p.deleting = at(item, {"metadata", "deletionTimestamp"}) != nullptr;
-      out[str(*at(item, {"metadata"}), "name")] = p;
-    }
-  }
-  return out;
-}
-
-// A pool's status field through jsonpath, "" read as "0".
-std::string poolField(const std::string& pool, const std::string& path) {
-  auto got = controlPlane().kubectl({"get", "ipampool", pool, "-o", "jsonpath={" + path + "}"});
-  return got.output.empty() ? "0" : got.output;
-}
-
-std::map<std::string, std::string> configMapData(const std::string& ns, const std::string& name) {
-  std::map<std::string, std::string> out;
-  auto got = controlPlane().kubectl({"get", "configmap", "-n", ns, name, "-o", "json"});
-  if (!got.ok()) {
-    return out;
-  }
-  auto doc = parseJson(got.output);
-  if (const auto* data = at(doc, {"data"}); data != nullptr && data->IsObject()) {
-    for (const auto& m : data->GetObject()) {
-      out[m.name.GetString()] = m.value.IsString() ? m.value.GetString() : "";
-    }
-  }
-  return out;
-}
-
-bool exists(const std::vector<std::string>& args) {
-  return controlPlane().kubectl(args).ok();
-}
-
-// Every Event's reason and message about `name` in `ns`.
-std::vector<std::pair<std::string, std::string>> eventsAbout(const std::string& ns,
-                                                             const std::string& name) {
-  std::vector<std::pair<std::string, std::string>> out;
-  auto got = controlPlane().kubectl(
-      {"get", "events", "-n", ns, "--field-selector", "involvedObject.name=" + name, "-o", "json"});
-  auto doc = parseJson(got.output);
-  if (const auto* items = at(doc, {"items"}); items != nullptr && items->IsArray()) {
-    for (const auto& e : items->GetArray()) {
-      out.emplace_back(str(e, "reason"), str(e, "message"));
-    }
-  }
-  return out;
-}
-
-bool hasEvent(const std::string& ns, const std::string& name, const std::string& reason,
-              const std::string& fragment = "") {
-  for (const auto& [r, m] : eventsAbout(ns, name)) {
-    if (r == reason && m.find(fragment) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
+using namespace e2e;  // the shared helpers (operator_helpers.h) read as this file's own
 
 class OperatorE2E : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { ASSERT_EQ(testenv::installCrds(), ""); }
+  static void SetUpTestSuite() { ASSERT_EQ(installCrds(), ""); }
 
   void SetUp() override {
     ASSERT_FALSE(tmp_.path().empty());
@@ -250,8 +54,9 @@ class OperatorE2E : public ::testing::Test {
     controlPlane().kubectl({"delete", "operatorconfig", "default", "--ignore-not-found"});
   }
 
+  // kubectl apply of a YAML document (or several, separated by ---).
   ::testing::AssertionResult apply(const std::string& yaml) {
-    return testenv::applyYaml(tmp_.path(), yaml);
+    return applyYaml(tmp_.path() + "/apply-" + std::to_string(++applied_) + ".yaml", yaml);
   }
   ::testing::AssertionResult applyPool(const std::string& name,
                                        const std::vector<std::string>& cidrs,
@@ -259,10 +64,9 @@ class OperatorE2E : public ::testing::Test {
     pools_.push_back(name);
     return apply(poolYaml(name, cidrs, exclude));
   }
-  Operator& startOperator(const std::vector<std::string>& args = {}) {
+  Operator& startOperator(std::vector<std::string> args = {}) {
     const std::string name = "operator-" + std::to_string(operators_.size());
-    operators_.push_back(
-        std::make_unique<Operator>(EGRESS_OPERATOR_BINARY, tmp_.path(), name, args));
+    operators_.push_back(std::make_unique<Operator>(tmp_.path(), name, std::move(args)));
     Operator& op = *operators_.back();
     EXPECT_TRUE(op.process().error().empty()) << op.process().error();
     return op;
@@ -270,34 +74,7 @@ class OperatorE2E : public ::testing::Test {
   // Waits until every policy in `names` is Ready=True; prints what is not on failure.
   ::testing::AssertionResult allReady(const std::vector<std::string>& names,
                                       std::chrono::seconds timeout) {
-    std::map<std::string, PolicyView> last;
-    const bool ok = eventually(
-        [&] {
-          last = policies(ns_);
-          return std::all_of(names.begin(), names.end(), [&](const std::string& n) {
-            auto it = last.find(n);
-            return it != last.end() && it->second.conditionIs("Ready", "True");
-          });
-        },
-        timeout);
-    if (ok) {
-      return ::testing::AssertionSuccess();
-    }
-    auto failure = ::testing::AssertionFailure();
-    for (const auto& n : names) {
-      auto it = last.find(n);
-      failure << n << ": "
-              << (it == last.end()
-                      ? "missing"
-                      : it->second.reason("Ready") + " " + it->second.messages["Ready"])
-              << "\n";
-    }
-    for (auto& op : operators_) {
-      failure << "--- " << op->logFile() << " (tail)\n";
-      const std::string log = op->process().log();
-      failure << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
-    }
-    return failure;
+    return e2e::allReady(ns_, names, timeout, operators_);
   }
 
   testutil::TempDir tmp_;
@@ -305,23 +82,8 @@ class OperatorE2E : public ::testing::Test {
   std::string ns_;
   std::vector<std::string> pools_;
   std::vector<std::unique_ptr<Operator>> operators_;
+  int applied_ = 0;
 };
-
-std::set<std::string> allAddresses(const std::map<std::string, PolicyView>& ps) {
-  std::set<std::string> out;
-  for (const auto& [n, p] : ps) {
-    out.insert(p.egressIPs.begin(), p.egressIPs.end());
-  }
-  return out;
-}
-
-size_t addressCount(const std::map<std::string, PolicyView>& ps) {
-  size_t n = 0;
-  for (const auto& [name, p] : ps) {
-    n += p.egressIPs.size();
-  }
-  return n;
-}
 
 // Acceptance 1 and 2: a pool, the OperatorConfig, three policies; then source pods come and go.
 TEST_F(OperatorE2E, PoliciesGetDistinctAddressesGatewaysAndAConfigMapThatFollowsTheirPods) {
@@ -345,25 +107,7 @@ TEST_F(OperatorE2E, PoliciesGetDistinctAddressesGatewaysAndAConfigMapThatFollows
     EXPECT_NE(a, "198.51.100.15");
   }
   EXPECT_EQ(ps["gamma"].ledger.front(), std::vector<std::string>{"198.51.100.14"});
-  for (const auto& [name, p] : ps) {
-    EXPECT_EQ(p.pool, pool) << name;
-    // Every gateway pod holds a distinct entry of its policy's ledger.
-    auto pods = gatewayPods(ns_, name);
-    std::set<std::string> held;
-    for (const auto& [podName, pod] : pods) {
-      if (!pod.deleting) {
-        EXPECT_TRUE(held.insert(pod.annotation).second) << podName << " " << pod.annotation;
-      }
-    }
-    std::set<std::string> ledger;
-    for (const auto& e : p.ledger) {
-      ledger.insert(e.front());
-    }
-    EXPECT_EQ(held, ledger) << name;
-    auto deploy = controlPlane().kubectl({"get", "deployment", "-n", ns_, "egw-" + name, "-o",
-                                          "jsonpath={.status.availableReplicas}"});
-    EXPECT_EQ(deploy.output, std::to_string(p.ledger.size())) << name;
-  }
+  expectGatewaysHoldTheirLedgers(ns_, ps, pool);
   EXPECT_TRUE(exists({"get", "pdb", "-n", ns_, "egw-alpha"}));
   EXPECT_FALSE(exists({"get", "pdb", "-n", ns_, "egw-beta"}));
   auto table = controlPlane().kubectl({"get", "egp", "-n", ns_});
