@@ -197,7 +197,10 @@ class Indexer {
     IndexFunc<T> fn;
     KeysByValue keysByValue;
     // Each object's values as last computed: an update compares the new object's values with
-    // these instead of recomputing the old object's, and a removal computes nothing.
+    // these instead of recomputing the old object's, and a removal computes nothing. Objects
+    // with no values have no entry: most objects an index is built for carry none (the
+    // operator's gateway-pods-by-policy index over every pod of the cluster), and an empty
+    // entry would cost each of them about 64 bytes.
     std::unordered_map<std::string_view, std::vector<std::string>> valuesByKey;
   };
 
@@ -235,7 +238,11 @@ class Indexer {
     for (const auto& v : after) {
       index.keysByValue[v].insert(key);
     }
-    if (cached != index.valuesByKey.end()) {
+    if (after.empty()) {
+      if (cached != index.valuesByKey.end()) {
+        index.valuesByKey.erase(cached);
+      }
+    } else if (cached != index.valuesByKey.end()) {
       cached->second = std::move(after);
     } else {
       index.valuesByKey.emplace(key, std::move(after));

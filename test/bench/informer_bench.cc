@@ -37,9 +37,6 @@ void release(C& c) {
 void stripPod(core::Pod& pod) {
   release(pod.metadata.annotations);
   release(pod.metadata.finalizers);
-  release(pod.spec.containers);
-  release(pod.spec.serviceAccountName);
-  pod.status.startTime.reset();
   std::erase_if(pod.status.conditions,
                 [](const core::PodCondition& c) { return c.type != "Ready"; });
   pod.status.conditions.shrink_to_fit();

@@ -59,7 +59,7 @@ FakeKubelet::FakeKubelet(kube::RestClient& client, Clock& clock, net::any_io_exe
   io.reflector.backoff = informerBackoff();
   pods_ = std::make_unique<Informer>(
       std::make_unique<cache::RestListerWatcher>(client_, kPods, "", "", kBoundPods),
-      core::decodePod, clock_, std::move(io), executor_);
+      decodeKubeletPod, clock_, std::move(io), executor_);
 }
 
 void FakeKubelet::stop() {
@@ -158,7 +158,7 @@ net::awaitable<std::string> FakeKubelet::tryRegisterNode(FakeKubelet* self, int 
 }
 
 void FakeKubelet::startPods() {
-  cache::EventHandler<core::Pod> handler;
+  cache::EventHandler<KubeletPod> handler;
   handler.onAdd = [this](const PodPtr& pod, bool) {
     observe(*pod);
     enqueue(*pod);

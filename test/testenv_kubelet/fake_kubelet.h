@@ -35,6 +35,7 @@
 #include "pkg/kube/rest_client.h"
 #include "pkg/workqueue/rate_limiting_queue.h"
 #include "test/testenv_kubelet/pod_addresses.h"
+#include "test/testenv_kubelet/pod_lifecycle.h"
 
 namespace egress::testenv {
 
@@ -73,7 +74,7 @@ class FakeKubelet {
   const FakeKubeletStats& stats() const { return stats_; }
 
  private:
-  using Informer = cache::SharedIndexInformer<core::Pod>;
+  using Informer = cache::SharedIndexInformer<KubeletPod>;
   using PodPtr = Informer::Ptr;
 
   static net::awaitable<void> registerNode(FakeKubelet* self, int node);

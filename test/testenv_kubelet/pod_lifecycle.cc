@@ -17,7 +17,42 @@ void release(C& c) {
   C().swap(c);
 }
 
+meta::Decoded<Container> decodeContainer(const rapidjson::Value& v) {
+  meta::FieldReader r(v);
+  Container c;
+  r.read("name", c.name);
+  r.read("image", c.image);
+  return r.finish(std::move(c));
+}
+
+meta::Decoded<std::vector<Container>> decodeContainers(const rapidjson::Value& spec) {
+  meta::FieldReader r(spec);
+  std::vector<Container> containers;
+  r.list("containers", containers, decodeContainer);
+  return r.finish(std::move(containers));
+}
+
+meta::Decoded<std::optional<meta::Time>> decodeStartTime(const rapidjson::Value& status) {
+  meta::FieldReader r(status);
+  std::optional<meta::Time> t;
+  r.read("startTime", t);
+  return r.finish(t);
+}
+
 }  // namespace
+
+meta::Decoded<KubeletPod> decodeKubeletPod(const rapidjson::Value& v) {
+  meta::FieldReader r(v);
+  KubeletPod pod;
+  auto base = core::decodePod(v);
+  if (!base) {
+    return base.error();
+  }
+  static_cast<core::Pod&>(pod) = std::move(*base);
+  r.object("spec", pod.containers, decodeContainers);
+  r.object("status", pod.startTime, decodeStartTime);
+  return r.finish(std::move(pod));
+}
 
 PodAction nextAction(const core::Pod& pod, int nodes) {
   if (nodeIndex(pod.spec.nodeName, nodes) == 0) {
@@ -36,7 +71,7 @@ PodAction nextAction(const core::Pod& pod, int nodes) {
   return PodAction::kRun;
 }
 
-std::string runningStatusPatch(const core::Pod& pod, std::string_view podIP,
+std::string runningStatusPatch(const KubeletPod& pod, std::string_view podIP,
                                std::string_view hostIP, meta::Time now) {
   const std::string t = meta::formatRfc3339(now);
   rapidjson::StringBuffer buf;
@@ -57,10 +92,10 @@ std::string runningStatusPatch(const core::Pod& pod, std::string_view podIP,
   writeField(w, "ip", podIP);
   w.EndObject();
   w.EndArray();
-  writeField(w, "startTime", pod.status.startTime ? meta::formatRfc3339(*pod.status.startTime) : t);
+  writeField(w, "startTime", pod.startTime ? meta::formatRfc3339(*pod.startTime) : t);
   writeKey(w, "containerStatuses");
   w.StartArray();
-  for (const auto& c : pod.spec.containers) {
+  for (const auto& c : pod.containers) {
     w.StartObject();
     writeField(w, "name", c.name);
     writeField(w, "image", c.image);
@@ -93,24 +128,22 @@ std::string runningStatusPatch(const core::Pod& pod, std::string_view podIP,
   return {buf.GetString(), buf.GetSize()};
 }
 
-void trimPod(core::Pod& pod) {
+void trimPod(KubeletPod& pod) {
   release(pod.metadata.labels);
   release(pod.metadata.annotations);
   release(pod.metadata.ownerReferences);
   release(pod.metadata.finalizers);
-  release(pod.spec.serviceAccountName);
   release(pod.status.podIPs);
-  release(pod.status.hostIP);
   std::erase_if(pod.status.conditions,
                 [](const core::PodCondition& c) { return c.type != "Ready"; });
   pod.status.conditions.shrink_to_fit();
   // Not one of ours (the node count is not known here; any name without the prefix is not).
   if (!pod.spec.nodeName.starts_with(kNodePrefix)) {
-    release(pod.spec.containers);
+    release(pod.containers);
     release(pod.status.phase);
     release(pod.status.podIP);
     release(pod.status.conditions);
-    pod.status.startTime.reset();
+    pod.startTime.reset();
   }
 }
 

@@ -9,13 +9,36 @@
 // Also the informer's transform: the cache keeps only what these decisions and the patch need.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <rapidjson/document.h>
 
 #include "pkg/apis/core/pod.h"
+#include "pkg/apis/meta/decode.h"
 #include "pkg/apis/meta/time.h"
 
 namespace egress::testenv {
+
+struct Container {
+  std::string name;
+  std::string image;
+
+  bool operator==(const Container&) const = default;
+};
+
+// A pod as the kubelet reads it: core::Pod (what the operator reads) and what only a kubelet
+// needs to post a running status: the containers and the start time.
+struct KubeletPod : core::Pod {
+  std::vector<Container> containers;    // spec.containers[].name, .image
+  std::optional<meta::Time> startTime;  // status.startTime
+
+  bool operator==(const KubeletPod&) const = default;
+};
+
+meta::Decoded<KubeletPod> decodeKubeletPod(const rapidjson::Value& v);
 
 enum class PodAction {
   kNone,
@@ -31,12 +54,12 @@ PodAction nextAction(const core::Pod& pod, int nodes);
 // status per container, and the conditions Initialized, Ready, ContainersReady and PodScheduled,
 // which change at `now`. It also carries the pod's UID, which the API server refuses to change
 // (422), so a patch computed for a pod never lands on a new pod of the same name.
-std::string runningStatusPatch(const core::Pod& pod, std::string_view podIP,
+std::string runningStatusPatch(const KubeletPod& pod, std::string_view podIP,
                                std::string_view hostIP, meta::Time now);
 
-// The informer's transform: drops labels, annotations, owners, finalizers, the service account,
-// podIPs and every condition but Ready; a pod on none of the kubelet's nodes keeps only its
-// identity and node name.
-void trimPod(core::Pod& pod);
+// The informer's transform: drops labels, annotations, owners, finalizers, podIPs and every
+// condition but Ready; a pod on none of the kubelet's nodes keeps only its identity and node
+// name.
+void trimPod(KubeletPod& pod);
 
 }  // namespace egress::testenv

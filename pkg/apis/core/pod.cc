@@ -3,21 +3,11 @@
 namespace egress::core {
 namespace {
 
-meta::Decoded<Container> decodeContainer(const rapidjson::Value& v) {
-  meta::FieldReader r(v);
-  Container c;
-  r.read("name", c.name);
-  r.read("image", c.image);
-  return r.finish(std::move(c));
-}
-
 meta::Decoded<PodSpec> decodePodSpec(const rapidjson::Value& v) {
   meta::FieldReader r(v);
   PodSpec s;
   r.read("nodeName", s.nodeName);
-  r.read("serviceAccountName", s.serviceAccountName);
   r.read("hostNetwork", s.hostNetwork);
-  r.list("containers", s.containers, decodeContainer);
   return r.finish(std::move(s));
 }
 
@@ -42,9 +32,7 @@ meta::Decoded<PodStatus> decodePodStatus(const rapidjson::Value& v) {
   r.read("phase", s.phase);
   r.read("podIP", s.podIP);
   r.list("podIPs", s.podIPs, decodePodIP);
-  r.read("hostIP", s.hostIP);
   r.list("conditions", s.conditions, decodePodCondition);
-  r.read("startTime", s.startTime);
   return r.finish(std::move(s));
 }
 

@@ -1,7 +1,9 @@
 // File: pod.h
 //
-// core/v1 Pod as the operator reads it: where a gateway pod runs (node, host network), what it
-// runs, and whether it is ready and at which IPs -- what the egress routes are programmed from.
+// core/v1 Pod as the operator reads it: where a pod runs (node, host network), whether it is
+// ready and at which IPs -- what the egress routes are programmed from. Only these fields: every
+// cached pod pays for each one (the operator caches every pod of the cluster), and a field the
+// operator never reads (containers, service account, host IP, start time) is not decoded.
 #pragma once
 
 #include <optional>
@@ -16,18 +18,9 @@
 
 namespace egress::core {
 
-struct Container {
-  std::string name;
-  std::string image;
-
-  bool operator==(const Container&) const = default;
-};
-
 struct PodSpec {
   std::string nodeName;
-  std::string serviceAccountName;
   bool hostNetwork = false;
-  std::vector<Container> containers;
 
   bool operator==(const PodSpec&) const = default;
 };
@@ -45,9 +38,7 @@ struct PodStatus {
   std::string phase;  // Pending, Running, Succeeded, Failed, Unknown
   std::string podIP;
   std::vector<std::string> podIPs;  // status.podIPs[].ip; the first equals podIP
-  std::string hostIP;
   std::vector<PodCondition> conditions;
-  std::optional<meta::Time> startTime;
 
   bool operator==(const PodStatus&) const = default;
 };

@@ -31,8 +31,9 @@
 
 namespace egress::controller {
 
-// The transform the pod informer applies: keeps identity, labels, the controller owner
-// reference, the egress-IP annotation, the node, the pod IPs, the phase and the Ready condition.
+// The transform the pod informer applies: keeps identity, labels, the egress-IP annotation, the
+// node, the pod IPs, the phase and the Ready condition, and a gateway pod's controller owner
+// reference.
 void stripPod(core::Pod& pod);
 // The same for namespaces: name and labels.
 void stripNamespace(core::Namespace& ns);

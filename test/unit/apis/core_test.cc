@@ -25,19 +25,12 @@ TEST(Pod, DecodesARealPod) {
   EXPECT_EQ(pod->metadata.name, "egress-gw-prod-7d9f8b6c5-x2k4q");
   EXPECT_EQ(pod->metadata.labels.at("egress.example.com/gateway"), "prod");
   EXPECT_EQ(pod->spec.nodeName, "worker-3");
-  EXPECT_EQ(pod->spec.serviceAccountName, "egress-gateway");
   EXPECT_TRUE(pod->spec.hostNetwork);
-  ASSERT_EQ(pod->spec.containers.size(), 2u);
-  EXPECT_EQ(pod->spec.containers[0],
-            (Container{"gateway", "registry.example.com/egress/gateway:v1.4.2"}));
-  EXPECT_EQ(pod->spec.containers[1].name, "metrics-proxy");
   EXPECT_EQ(pod->status.phase, "Running");
   EXPECT_EQ(pod->status.podIP, "10.0.1.17");
   EXPECT_EQ(pod->status.podIPs, (std::vector<std::string>{"10.0.1.17", "fd00:10:0:1::17"}));
-  EXPECT_EQ(pod->status.hostIP, "192.168.10.13");
   ASSERT_EQ(pod->status.conditions.size(), 5u);
   EXPECT_EQ(pod->status.conditions[2], (PodCondition{"Ready", "True"}));
-  EXPECT_EQ(pod->status.startTime, utc(2026, 11, 30, 3, 27, 13));
   EXPECT_TRUE(isPodReady(*pod));
 }
 
@@ -52,28 +45,25 @@ TEST(Pod, Readiness) {
   EXPECT_TRUE(isPodReady(pod));
 }
 
-TEST(Pod, PendingPodHasNoStartTimeOrIPs) {
+TEST(Pod, PendingPodHasNoIPs) {
   auto pod = parseAndDecode(R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]},
                                "status":{"phase":"Pending","qosClass":"BestEffort"}})",
                             decodePod);
   ASSERT_TRUE(pod) << pod.error().toString();
-  EXPECT_FALSE(pod->status.startTime.has_value());
   EXPECT_TRUE(pod->status.podIPs.empty());
   EXPECT_FALSE(pod->spec.hostNetwork);
   EXPECT_FALSE(isPodReady(*pod));
 }
 
 TEST(Pod, WrongTypesCarryThePath) {
-  EXPECT_EQ(errorOf(parseAndDecode(
-                R"({"spec":{"containers":[{"name":"a","image":"i"},{"name":"b","image":3}]}})",
-                decodePod)),
-            "spec.containers[1].image: expected string");
+  EXPECT_EQ(
+      errorOf(parseAndDecode(
+          R"({"status":{"conditions":[{"type":"Ready","status":"True"},{"type":3}]}})", decodePod)),
+      "status.conditions[1].type: expected string");
   EXPECT_EQ(errorOf(parseAndDecode(R"({"status":{"podIPs":[{"ip":10}]}})", decodePod)),
             "status.podIPs[0].ip: expected string");
   EXPECT_EQ(errorOf(parseAndDecode(R"({"spec":{"hostNetwork":"true"}})", decodePod)),
             "spec.hostNetwork: expected boolean");
-  EXPECT_EQ(errorOf(parseAndDecode(R"({"status":{"startTime":"now"}})", decodePod)),
-            "status.startTime: invalid RFC 3339 time \"now\"");
 }
 
 TEST(Pod, DecodesAPodList) {

@@ -295,6 +295,35 @@ TEST(Indexer, UpdatesComputeIndexValuesOncePerIndex) {
   EXPECT_THAT(idx.indexValues(kNamespaceIndex), ElementsAre());
 }
 
+// An object whose index values are none holds no entry of that index (most pods carry no
+// gateway-policy label); it must still move in and out of the index as its values come and go.
+TEST(Indexer, ObjectsWithoutIndexValuesMoveInAndOut) {
+  Indexer<TestObject> idx;
+  ASSERT_TRUE(idx.addIndexers({{"byValue", [](const TestObject& o) {
+                                  return o.value.empty() ? std::vector<std::string>{}
+                                                         : std::vector<std::string>{o.value};
+                                }}}));
+  auto none = std::make_shared<TestObject>(*obj("a", "1", "x"));
+  idx.put("x/a", none);
+  EXPECT_THAT(idx.indexValues("byValue"), ElementsAre());
+  auto red = std::make_shared<TestObject>(*obj("a", "2", "x"));
+  red->value = "red";
+  idx.put("x/a", red);
+  EXPECT_THAT(*idx.indexKeys("byValue", "red"), ElementsAre("x/a"));
+  idx.put("x/a", std::make_shared<TestObject>(*obj("a", "3", "x")));
+  EXPECT_THAT(idx.indexValues("byValue"), ElementsAre()) << "its values went: so did its keys";
+  auto blue = std::make_shared<TestObject>(*obj("a", "4", "x"));
+  blue->value = "blue";
+  idx.put("x/a", blue);
+  EXPECT_THAT(*idx.indexKeys("byValue", "blue"), ElementsAre("x/a"));
+  EXPECT_THAT(*idx.indexKeys("byValue", "red"), ElementsAre());
+  idx.remove("x/a");
+  EXPECT_THAT(idx.indexValues("byValue"), ElementsAre());
+  idx.put("x/b", std::make_shared<TestObject>(*obj("b", "1", "x")));
+  idx.remove("x/b");
+  EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "x"), ElementsAre());
+}
+
 // §1.6 item 1.
 TEST(Indexer, KeysSplitLikeClientGo) {
   EXPECT_EQ(objectKey(obj("a", "1", "ns")->metadata), "ns/a");

@@ -25,13 +25,13 @@ const char* const kBoundPod = R"({
     {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-02T03:04:00Z"}]}
 })";
 
-core::Pod decode(const std::string& json) {
-  auto pod = meta::parseAndDecode(json, core::decodePod);
+KubeletPod decode(const std::string& json) {
+  auto pod = meta::parseAndDecode(json, decodeKubeletPod);
   EXPECT_TRUE(pod) << pod.error().toString();
-  return pod ? *pod : core::Pod{};
+  return pod ? *pod : KubeletPod{};
 }
 
-core::Pod boundPod() {
+KubeletPod boundPod() {
   return decode(kBoundPod);
 }
 
@@ -40,7 +40,7 @@ TEST(PodLifecycle, APendingPodOnOneOfOurNodesIsRun) {
 }
 
 TEST(PodLifecycle, PodsOnOtherNodesAreLeftAlone) {
-  core::Pod pod = boundPod();
+  KubeletPod pod = boundPod();
   EXPECT_EQ(nextAction(pod, 1), PodAction::kNone);  // egress-node-2 is not registered
   pod.spec.nodeName = "worker-2";
   EXPECT_EQ(nextAction(pod, 3), PodAction::kNone);
@@ -51,7 +51,7 @@ TEST(PodLifecycle, PodsOnOtherNodesAreLeftAlone) {
 }
 
 TEST(PodLifecycle, RunningAndReadyNeedsNothingRunningButNotReadyIsRunAgain) {
-  core::Pod pod = boundPod();
+  KubeletPod pod = boundPod();
   pod.status.phase = "Running";
   pod.status.conditions = {{"Ready", "True"}};
   EXPECT_EQ(nextAction(pod, 2), PodAction::kNone);
@@ -62,7 +62,7 @@ TEST(PodLifecycle, RunningAndReadyNeedsNothingRunningButNotReadyIsRunAgain) {
 }
 
 TEST(PodLifecycle, TerminalPodsStayAsTheyAre) {
-  core::Pod pod = boundPod();
+  KubeletPod pod = boundPod();
   pod.status.phase = "Succeeded";
   EXPECT_EQ(nextAction(pod, 2), PodAction::kNone);
   pod.status.phase = "Failed";
@@ -70,7 +70,7 @@ TEST(PodLifecycle, TerminalPodsStayAsTheyAre) {
 }
 
 TEST(PodLifecycle, APodBeingDeletedIsDeletedWhateverItsPhase) {
-  core::Pod pod = boundPod();
+  KubeletPod pod = boundPod();
   pod.metadata.deletionTimestamp = meta::Time{};
   EXPECT_EQ(nextAction(pod, 2), PodAction::kDelete);
   pod.status.phase = "Running";
@@ -116,34 +116,34 @@ TEST(PodLifecycle, StatusPatchMakesThePodRunningAndReadyAtItsAddresses) {
 }
 
 TEST(PodLifecycle, StatusPatchKeepsAStartTimeThePodHas) {
-  core::Pod pod = boundPod();
-  pod.status.startTime = *meta::parseRfc3339("2026-01-01T00:00:00Z");
+  KubeletPod pod = boundPod();
+  pod.startTime = *meta::parseRfc3339("2026-01-01T00:00:00Z");
   const auto now = *meta::parseRfc3339("2026-01-02T03:04:05Z");
   auto d = parse(runningStatusPatch(pod, "10.244.2.7", "127.0.1.2", now));
   EXPECT_EQ(str(d["status"]["startTime"]), "2026-01-01T00:00:00Z");
 }
 
 TEST(PodLifecycle, TrimKeepsWhatTheDecisionsAndThePatchUse) {
-  core::Pod full = boundPod();
-  core::Pod trimmed = full;
+  KubeletPod full = boundPod();
+  KubeletPod trimmed = full;
   trimPod(trimmed);
   EXPECT_TRUE(trimmed.metadata.labels.empty());
   EXPECT_TRUE(trimmed.metadata.annotations.empty());
   EXPECT_TRUE(trimmed.metadata.ownerReferences.empty());
   EXPECT_TRUE(trimmed.metadata.finalizers.empty());
-  EXPECT_EQ(trimmed.spec.serviceAccountName, "");
   EXPECT_TRUE(trimmed.status.conditions.empty());  // PodScheduled is not Ready
   EXPECT_EQ(trimmed.metadata.name, "web-1");
   EXPECT_EQ(trimmed.metadata.namespace_, "shop");
   EXPECT_EQ(trimmed.metadata.uid, "uid-1");
-  EXPECT_EQ(trimmed.spec.containers, full.spec.containers);
+  EXPECT_EQ(trimmed.containers, full.containers);
+  EXPECT_EQ(trimmed.containers.size(), 2u);
 
   const auto now = *meta::parseRfc3339("2026-01-02T03:04:05Z");
   // Every state the kubelet tells apart is told apart the same way after the transform.
   for (const char* phase : {"", "Pending", "Running", "Succeeded", "Failed"}) {
     for (const char* ready : {"", "True", "False"}) {
       for (bool deleting : {false, true}) {
-        core::Pod p = full;
+        KubeletPod p = full;
         p.status.phase = phase;
         if (*ready != '\0') {
           p.status.conditions.push_back({"Ready", ready});
@@ -151,7 +151,7 @@ TEST(PodLifecycle, TrimKeepsWhatTheDecisionsAndThePatchUse) {
         if (deleting) {
           p.metadata.deletionTimestamp = now;
         }
-        core::Pod t = p;
+        KubeletPod t = p;
         trimPod(t);
         EXPECT_EQ(nextAction(t, 2), nextAction(p, 2)) << phase << "/" << ready << "/" << deleting;
         EXPECT_EQ(runningStatusPatch(t, "10.244.2.7", "127.0.1.2", now),
@@ -162,14 +162,14 @@ TEST(PodLifecycle, TrimKeepsWhatTheDecisionsAndThePatchUse) {
 }
 
 TEST(PodLifecycle, TrimLeavesOnlyIdentityOfPodsOnOtherNodes) {
-  core::Pod pod = boundPod();
+  KubeletPod pod = boundPod();
   pod.spec.nodeName = "worker-1";
   pod.status.phase = "Running";
   pod.status.podIP = "10.0.0.5";
   trimPod(pod);
   EXPECT_EQ(pod.metadata.name, "web-1");
   EXPECT_EQ(pod.spec.nodeName, "worker-1");
-  EXPECT_TRUE(pod.spec.containers.empty());
+  EXPECT_TRUE(pod.containers.empty());
   EXPECT_EQ(pod.status.phase, "");
   EXPECT_EQ(pod.status.podIP, "");
 }
