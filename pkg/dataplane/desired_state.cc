@@ -30,6 +30,21 @@ uint32_t metricOf(Family f) {
   return f == Family::kIPv6 ? kIPv6DefaultMetric : 0;
 }
 
+// The prefixes no other one contains, sorted: nftables refuses overlapping elements in one
+// interval set (CIDRs never overlap partially: one contains the other or they are disjoint).
+std::vector<Prefix> outermost(std::vector<Prefix> list) {
+  std::sort(list.begin(), list.end(), [](const Prefix& a, const Prefix& b) {
+    return a.address < b.address || (a.address == b.address && a.bits < b.bits);
+  });
+  std::vector<Prefix> out;
+  for (const auto& p : list) {
+    if (out.empty() || p.first() > out.back().last()) {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
 template <typename T>
 void sortUnique(std::vector<T>& v) {
   std::sort(v.begin(), v.end(), [](const T& a, const T& b) { return a.toString() < b.toString(); });
@@ -244,9 +259,7 @@ class Computer {
       }
       for (auto* v : {&np.destinations, &np.excluded}) {
         for (auto& list : *v) {
-          std::sort(list.begin(), list.end(), [](const Prefix& a, const Prefix& b) {
-            return a.address < b.address || (a.address == b.address && a.bits < b.bits);
-          });
+          list = outermost(std::move(list));
         }
       }
       t.policies.push_back(std::move(np));

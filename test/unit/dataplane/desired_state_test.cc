@@ -205,6 +205,19 @@ TEST(DesiredState, DestinationsAndExclusionsPerFamily) {
   EXPECT_THAT(t, HasSubstr("nft default/web exc fd00:244::/48\n"));
 }
 
+TEST(DesiredState, NestedPrefixesCollapseIntoTheOutermost) {
+  auto v = topology("n3");
+  v.policies[0].destinations = {cidr("192.168.50.96/28"), cidr("0.0.0.0/0"), cidr("10.0.0.0/8")};
+  v.policies[0].excluded = {cidr("10.244.3.0/24"), cidr("10.244.0.0/16"), cidr("10.245.0.0/16")};
+  auto t = compute(v).kernel.nft.toString();
+  EXPECT_THAT(t, HasSubstr("nft default/web dst 0.0.0.0/0\n"));
+  EXPECT_THAT(t, Not(HasSubstr("dst 10.0.0.0/8")));
+  EXPECT_THAT(t, Not(HasSubstr("dst 192.168.50.96/28")));
+  EXPECT_THAT(t,
+              HasSubstr("nft default/web exc 10.244.0.0/16\nnft default/web exc 10.245.0.0/16\n"));
+  EXPECT_THAT(t, Not(HasSubstr("exc 10.244.3.0/24")));
+}
+
 TEST(DesiredState, IPv6EgressThroughTheTunnelByLinkLocalNextHop) {
   auto v = topology("n3");
   auto& p = v.policies[0];
