@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "test/unit/dataplane/topology.h"
+
 namespace egress::dataplane {
 namespace {
 
@@ -13,37 +15,10 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-ipam::Address ip(const char* text) {
-  return *ipam::parseAddress(text);
-}
-ipam::Prefix cidr(const char* text) {
-  return *ipam::parseAddressOrCIDR(text);
-}
-
-const meta::Time kNow = meta::Time{} + std::chrono::hours(1000);
-
-// dataplane.md §3: three nodes on 192.168.50.0/24, p1@n1 and p3@n3 selected, EIP .200 held by
-// the gateway pod on n1.
-ClusterView topology(const std::string& self) {
-  ClusterView v;
-  v.self = self;
-  v.now = kNow;
-  v.nodes = {{"n1", ip("192.168.50.11"), ip("fd00:50::11")},
-             {"n2", ip("192.168.50.12"), ip("fd00:50::12")},
-             {"n3", ip("192.168.50.13"), ip("fd00:50::13")}};
-  PolicyView p;
-  p.key = "default/web";
-  p.egressIPs = {ip("192.168.50.200")};
-  p.destinations = {cidr("192.168.50.96/28")};
-  p.excluded = {cidr("10.244.0.0/16"), cidr("192.168.50.101/32")};
-  p.sources = {{ip("10.244.1.2"), "n1"}, {ip("10.244.3.2"), "n3"}};
-  v.policies = {p};
-  v.gateways = {{"default/egw-web-a", "n1", {ip("192.168.50.200")}, false, false}};
-  for (const char* n : {"n1", "n2", "n3"}) {
-    v.leases.push_back({n, kNow - std::chrono::seconds(1), std::chrono::seconds(6)});
-  }
-  return v;
-}
+using testing::cidr;
+using testing::ip;
+using testing::kNow;
+using testing::topology;
 
 DataplaneConfig config() {
   DataplaneConfig c;

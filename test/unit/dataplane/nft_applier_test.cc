@@ -6,46 +6,30 @@
 #include <gtest/gtest.h>
 
 #include "pkg/dataplane/desired_state.h"
+#include "test/unit/dataplane/topology.h"
 
 namespace egress::dataplane {
 namespace {
 
 using ::testing::HasSubstr;
 
-ipam::Address ip(const char* text) {
-  return *ipam::parseAddress(text);
-}
-ipam::Prefix cidr(const char* text) {
-  return *ipam::parseAddressOrCIDR(text);
-}
-
-const meta::Time kNow = meta::Time{} + std::chrono::hours(1000);
-
-// Dual-stack version of dataplane.md §3's topology; the gateway pod on n1 holds both addresses.
-ClusterView topology(const std::string& self) {
-  ClusterView v;
-  v.self = self;
-  v.now = kNow;
-  v.nodes = {{"n1", ip("192.168.50.11"), ip("fd00:50::11")},
-             {"n3", ip("192.168.50.13"), ip("fd00:50::13")}};
-  PolicyView p;
-  p.key = "default/web";
-  p.egressIPs = {ip("192.168.50.200"), ip("fd00:50::200")};
-  p.destinations = {cidr("192.168.50.96/28"), cidr("0.0.0.0/0"), cidr("fd00:50::/64")};
-  p.excluded = {cidr("10.244.0.0/16"), cidr("192.168.50.101/32"), cidr("fd00:244::/48")};
-  p.sources = {{ip("10.244.1.2"), "n1"}, {ip("10.244.3.2"), "n3"}, {ip("fd00:244:3::2"), "n3"}};
-  v.policies = {p};
-  v.gateways = {{"default/egw-web-a", "n1", p.egressIPs, false, false}};
-  for (const char* n : {"n1", "n3"}) {
-    v.leases.push_back({n, kNow, std::chrono::seconds(6)});
-  }
+// The §3 topology, dual-stack: the gateway pod on n1 holds both addresses.
+ClusterView dualStack(const std::string& self) {
+  auto v = testing::topology(self);
+  auto& p = v.policies[0];
+  p.egressIPs.push_back(testing::ip("fd00:50::200"));
+  p.destinations.push_back(testing::cidr("0.0.0.0/0"));
+  p.destinations.push_back(testing::cidr("fd00:50::/64"));
+  p.excluded.push_back(testing::cidr("fd00:244::/48"));
+  p.sources.push_back({testing::ip("fd00:244:3::2"), "n3"});
+  v.gateways[0].egressIPs = p.egressIPs;
   return v;
 }
 
 NftTable table(const std::string& self) {
   DataplaneConfig c;
   c.uplink = "eth0";
-  auto s = computeDesiredState(topology(self), c);
+  auto s = computeDesiredState(dualStack(self), c);
   EXPECT_TRUE(s.ok());
   return s.ok() ? s->kernel.nft : NftTable{};
 }
