@@ -13,23 +13,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The §3 topology, dual-stack: the gateway pod on n1 holds both addresses.
-ClusterView dualStack(const std::string& self) {
-  auto v = testing::topology(self);
-  auto& p = v.policies[0];
-  p.egressIPs.push_back(testing::ip("fd00:50::200"));
-  p.destinations.push_back(testing::cidr("0.0.0.0/0"));
-  p.destinations.push_back(testing::cidr("fd00:50::/64"));
-  p.excluded.push_back(testing::cidr("fd00:244::/48"));
-  p.sources.push_back({testing::ip("fd00:244:3::2"), "n3"});
-  v.gateways[0].egressIPs = p.egressIPs;
-  return v;
-}
-
 NftTable table(const std::string& self) {
   DataplaneConfig c;
   c.uplink = "eth0";
-  auto s = computeDesiredState(dualStack(self), c);
+  auto s = computeDesiredState(testing::dualStackTopology(self), c);
   EXPECT_TRUE(s.ok());
   return s.ok() ? s->kernel.nft : NftTable{};
 }

@@ -42,4 +42,17 @@ inline ClusterView topology(const std::string& self) {
   return v;
 }
 
+// The same cluster dual-stack: the gateway pod on n1 holds 192.168.50.200 and fd00:50::200.
+inline ClusterView dualStackTopology(const std::string& self) {
+  auto v = topology(self);
+  auto& p = v.policies[0];
+  p.egressIPs.push_back(ip("fd00:50::200"));
+  p.destinations.push_back(cidr("0.0.0.0/0"));
+  p.destinations.push_back(cidr("fd00:50::/64"));
+  p.excluded.push_back(cidr("fd00:244::/48"));
+  p.sources.push_back({ip("fd00:244:3::2"), "n3"});
+  v.gateways[0].egressIPs = p.egressIPs;
+  return v;
+}
+
 }  // namespace egress::dataplane::testing
