@@ -1,6 +1,7 @@
 // main() of the tests that program a kernel: re-executes the binary in a private network and
 // mount namespace (unshare -m -n), so nothing they do touches the host's network and it all
 // vanishes when they exit. Listing the tests (ctest's discovery) runs without it.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
     }
     args.push_back(nullptr);
     execvp("unshare", args.data());
+    std::perror("exec unshare");
     return 2;  // unshare is util-linux (hack/install-deps.sh); without it, fail loudly
   }
   testing::InitGoogleTest(&argc, argv);

@@ -16,7 +16,6 @@ namespace {
 
 using ::testing::Contains;
 using ::testing::IsEmpty;
-using ::testing::Not;
 
 void sh(const std::string& cmd) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
