@@ -10,7 +10,7 @@ IMAGE ?= egress-gateway-operator:dev
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps testenv configure build test test-unit test-e2e test-asan generate verify-generate \
-        lint format demo bench fuzz docker-build clean
+        lint format demo bench fuzz image test-image docker-build clean
 
 all: build
 
@@ -70,8 +70,39 @@ bench: testenv build
 fuzz: deps
 	hack/fuzz.sh $(FUZZ_SECONDS)
 
+# The image, built here with podman from the Dockerfile (hack/image/build.sh: local debootstrap
+# bases, this machine's Debian archive, the operator compiled in the build stage with this
+# machine's ccache mounted); prints the image's name and size.
+image: deps
+	hack/image/build.sh --tag $(IMAGE)
+
+# The image test alone (ctest label `image`, also part of `make test`): the image from this
+# build's programs, checked as uid 65532 inside its root file system (test/image/image_test.sh).
+test-image: build
+	cd $(BUILD_DIR) && ctest -L image $(CTEST_FLAGS)
+
+# The same Dockerfile where a Docker engine (with BuildKit) and Docker Hub are at hand.
 docker-build:
 	docker build -t $(IMAGE) .
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# --- The Helm chart and the plain manifests (deploy/helm/, deploy/manifests/) ---------------
+# `make manifests` copies the generated CRDs into the chart and renders deploy/manifests/ from it
+# (hack/manifests.sh); `make verify-manifests` fails if either is stale; `make helm-lint` runs
+# `helm lint --strict` with the default values and with the plain manifests' values. Together
+# about 2 s (chart-check, in `make test`).
+.PHONY: manifests verify-manifests helm-lint chart-check
+manifests: testenv
+	hack/manifests.sh
+
+verify-manifests: testenv
+	hack/manifests.sh --verify
+
+helm-lint: testenv
+	hack/helm-lint.sh
+
+chart-check: verify-manifests helm-lint
+test: chart-check
+# --- end of the Helm chart block -------------------------------------------------------------

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `make demo`: starts the local control plane (hack/testenv/up.sh), shows it, and keeps it up
 # until Ctrl-C; everything is torn down on exit. It installs the CRDs and the examples, runs the
-# operator (this build's egress-operator) against it, and shows what it did: every example policy
-# Ready with its egress IPs, the gateway Deployments, the pods' egress-IP annotations, a gateway
-# ConfigMap following its source pods, the pools' usage, Events and metrics.
+# operator (this build's egress-operator) against it, and shows what it did as a user would look:
+# `kubectl get ipp,egp -A` (every example policy Ready with its egress IPs, the pools' usage), the
+# gateway Deployments Available with their pods' egress IPs, a gateway ConfigMap following its
+# source pods, an invalid policy's condition and event, Events and a /metrics excerpt. Not on a
+# terminal (CI, a pipe) it exits at once; else it stays up until Ctrl-C. Either way it cleans up.
 # Usage: hack/demo.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,9 +61,13 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 echo "   $ready of $policies policies Ready (log: $TESTENV_DIR/logs/egress-operator.log)"
-"$kubectl" get egress -A
 echo
-echo "== The gateways: one pod per egress IP, each told its address in an annotation"
+echo "== kubectl get ipp,egp -A: the pools' usage, every policy's egress IPs and readiness"
+"$kubectl" get ipp,egp -A
+echo
+echo "== The gateways: Deployments Available, one pod per egress IP, each told its address in an annotation"
+"$kubectl" wait --for=condition=Available --timeout=60s -A deployments \
+  -l app.kubernetes.io/managed-by=egress-gateway-operator >/dev/null
 "$kubectl" get deployments,pdb -A -l app.kubernetes.io/managed-by=egress-gateway-operator
 "$kubectl" get pods -A -l app.kubernetes.io/managed-by=egress-gateway-operator \
   -o custom-columns='NAMESPACE:.metadata.namespace,POD:.metadata.name,NODE:.spec.nodeName,EGRESS-IPS:.metadata.annotations.egressgateway\.dev/egress-ips'
@@ -75,11 +81,43 @@ for _ in $(seq 1 30); do
 done
 "$kubectl" -n default get configmap egw-reporting-fixed-ips -o go-template='{{range $k, $v := .data}}{{$k}}:{{"\n"}}{{$v}}{{end}}' | sed 's/^/   /'
 echo
+echo "== A policy the API server accepts but the operator refuses: its condition and its event"
+# 192.0.2.5/24 has host bits set: valid to the CRD's schema, refused by the operator's validation,
+# which names the field; the policy gets no addresses and no gateway.
+"$kubectl" apply -f - >/dev/null <<'YAML'
+apiVersion: networking.egressgateway.dev/v1alpha1
+kind: EgressGatewayPolicy
+metadata:
+  name: broken-excludes
+  namespace: default
+spec:
+  podSelector:
+    matchLabels:
+      app: broken
+  egressIP:
+    pool: egress-ipv4
+  excludedCIDRs: [192.0.2.5/24]
+YAML
+for _ in $(seq 1 30); do
+  [ "$("$kubectl" -n default get egp broken-excludes -o jsonpath='{.status.conditions[?(@.type=="IPAllocated")].reason}')" = InvalidSpec ] && break
+  sleep 1
+done
+"$kubectl" -n default get egp broken-excludes \
+  -o jsonpath='{range .status.conditions[*]}   {.type}={.status} {.reason}: {.message}{"\n"}{end}'
+for _ in $(seq 1 30); do
+  "$kubectl" -n default get events --field-selector involvedObject.name=broken-excludes -o name | grep -q . && break
+  sleep 1
+done
+"$kubectl" -n default get events --field-selector involvedObject.name=broken-excludes \
+  -o custom-columns='TYPE:.type,REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message'
+echo
 echo "== Events"
 "$kubectl" get events -A --field-selector source=egress-gateway-operator 2>/dev/null | tail -12 || true
 echo
 echo "== Metrics (a few of them)"
-curl -s "http://127.0.0.1:$metrics_port/metrics" | grep -E '^egress_(ipam_pool_addresses|policies)' | head -20
+curl -s "http://127.0.0.1:$metrics_port/metrics" |
+  grep -E '^(egress_(ipam_pool_addresses|policies|ip_allocation_failures_total)|controller_runtime_reconcile_total\{controller="egressgateway"|workqueue_depth|leader_election_master_status)' |
+  head -40
 echo
 if [ -n "${CI:-}" ] || [ ! -t 0 ]; then
   exit 0

@@ -22,6 +22,9 @@ packages=(
   # a real Prometheus scrapes /metrics in the e2e tests (the tests run /usr/bin/prometheus
   # themselves; the package's system service is not used); promtool lints /metrics bodies
   prometheus
+  # the image (make image, the image test): podman builds the Dockerfile daemonless, from base
+  # images debootstrap makes out of the Debian archive (hack/image/base.sh)
+  podman debootstrap
 )
 
 missing=()

@@ -161,15 +161,16 @@ void emitEncoder(std::ostringstream& o, const Package& pkg, const Struct& s) {
     const std::string key = "\"" + f.jsonName + "\"";
     const std::string member = "v." + f.cppName;
     const bool req = f.required();
+    const bool always = req || f.emitsZero();
     switch (t.kind) {
       case K::String:
       case K::Int64:
       case K::StringMap:
-        o << "  meta::" << (req ? "writeField" : "writeFieldIfSet") << "(w, " << key << ", "
+        o << "  meta::" << (always ? "writeField" : "writeFieldIfSet") << "(w, " << key << ", "
           << member << ");\n";
         break;
       case K::Int32:
-        if (req) {
+        if (always) {
           o << "  meta::writeField(w, " << key << ", " << member << ");\n";
         } else {
           o << "  if (" << member << " != 0) {\n    meta::writeField(w, " << key << ", " << member
@@ -177,7 +178,7 @@ void emitEncoder(std::ostringstream& o, const Package& pkg, const Struct& s) {
         }
         break;
       case K::Bool:
-        if (req) {
+        if (always) {
           o << "  meta::writeField(w, " << key << ", " << member << ");\n";
         } else {
           o << "  if (" << member << ") {\n    meta::writeField(w, " << key << ", true);\n  }\n";

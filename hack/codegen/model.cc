@@ -178,6 +178,12 @@ class FieldResolver {
     if (m.name == "required" || m.name == "optional") {
       return std::nullopt;
     }
+    if (m.name == "emitzero") {
+      if (t_.kind != K::Int32 && t_.kind != K::Int64 && t_.kind != K::Bool) {
+        return wrongType(m, "an integer or a bool");
+      }
+      return std::nullopt;
+    }
     if (m.name == "XValidation") {
       auto rule = celRule(m);
       if (auto* err = std::get_if<MarkerError>(&rule)) {
@@ -520,6 +526,10 @@ std::optional<MarkerError> resolveStruct(Struct& s) {
 bool Constraints::empty() const {
   return !minLength && !maxLength && !pattern && enumValues.empty() && !format && !minimum &&
          !maximum && !minItems && !maxItems;
+}
+
+bool Field::emitsZero() const {
+  return marker("emitzero") != nullptr;
 }
 
 bool Field::required() const {

@@ -105,6 +105,9 @@ struct Field {
   std::vector<MarkerArgs> rules;  // +XValidation: rule, message, ...
 
   bool required() const;
+  // +emitzero: written even when 0 or false (a Go field without omitempty), for counts whose 0
+  // is news ("free: 0"); decoding and validation treat it as any optional field.
+  bool emitsZero() const;
   const Marker* marker(const std::string& name) const;
 };
 

@@ -14,6 +14,7 @@ const std::set<std::string>& knownMarkers() {
       "genclient:nonNamespaced",
       "required",
       "optional",
+      "emitzero",
       "listType",
       "listMapKey",
       "kubebuilder:resource",
@@ -206,7 +207,8 @@ class Parser {
       return true;
     }
     // A marker that is not at the start of its line (a reflowed comment) would be silently lost.
-    for (const char* m : {"+kubebuilder:", "+genclient", "+required", "+optional", "+listType"}) {
+    for (const char* m :
+         {"+kubebuilder:", "+genclient", "+required", "+optional", "+emitzero", "+listType"}) {
       if (c.find(m) != std::string::npos && c.find('`') == std::string::npos) {
         return fail(std::string("marker ") + m + "... must start its own `// +` comment line");
       }

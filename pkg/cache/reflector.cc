@@ -8,6 +8,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <spdlog/spdlog.h>
 
+#include "pkg/base/heap.h"
 #include "pkg/base/notifier.h"
 #include "pkg/cache/undecodable.h"
 #include "pkg/cache/yield.h"
@@ -300,6 +301,8 @@ struct Reflector::Core {
       paginatedResult = true;
     }
     co_await store.finishList(listRv);
+    // The pages and the objects in full are gone now; hand their memory back (heap.h).
+    base::releaseFreeHeap();
     if (stopped) {
       co_return kube::Error::cancelled();
     }
@@ -364,6 +367,7 @@ struct Reflector::Core {
                  isInitialEventsEnd(event.object())) {
         const std::string rv = rawResourceVersion(event.object());
         co_await store.finishList(rv);
+        base::releaseFreeHeap();
         currentWatch = nullptr;
         if (stopped) {
           co_return kube::Error::cancelled();

@@ -19,8 +19,10 @@
 #include "pkg/cache/shared_informer.h"
 #include "pkg/cache/wait_for_cache_sync.h"
 #include "pkg/cli/flag_set.h"
+#include "pkg/controller/cache/cache.h"
 #include "test/bench/bench_util.h"
 #include "test/testutil/run_sync.h"
+#include <malloc.h>
 
 namespace egress::bench {
 namespace {
@@ -111,6 +113,10 @@ int measure(boost::asio::io_context& ioc, kube::RestClient& client, const std::s
   const HeapStats heapAfter = threadHeapStats();
   const size_t objects = informer.indexer().size();
   const double perObject = objects ? 1.0 / static_cast<double>(objects) : 0.0;
+  malloc_trim(0);
+  const size_t rssTrimmed = rssBytes();
+  std::printf("transform=%s rss_after_trim=%.1fMiB rss_trimmed_bytes_per_object=%.0f\n", mode,
+              rssTrimmed / 1048576.0, static_cast<double>(rssTrimmed - rssBefore) * perObject);
   std::printf(
       "transform=%s gzip=%s objects=%zu time_to_synced=%.3fs rss_before=%.1fMiB rss_after=%.1fMiB "
       "rss_bytes_per_object=%.0f heap_bytes_per_object=%.0f\n",
@@ -185,7 +191,8 @@ int main(int argc, char** argv) {
   flags.addString("resource", resource, "Resource to inform on (pods).");
   flags.addString("namespace", ns, "Namespace to list and watch.");
   flags.addString("transform", transform,
-                  "none (the typed Pod as decoded) or strip (the informer's transform hook).");
+                  "none (the typed Pod as decoded), strip (the informer's transform hook) or "
+                  "operator (the operator's own pod transform, controller::stripPod).");
   flags.addInt("create", create, "Create this many pods first (bench-0..N-1).");
   flags.addInt("churn", churn, "Label patches to apply after sync while counting events.");
   flags.addBool(
@@ -196,8 +203,10 @@ int main(int argc, char** argv) {
     std::fprintf(help ? stdout : stderr, "%s\n%s", err.c_str(), flags.usage().c_str());
     return help ? 0 : 2;
   }
-  if (resource != "pods" || (transform != "none" && transform != "strip")) {
-    std::fprintf(stderr, "informer_bench: supports --resource pods, --transform none|strip\n");
+  if (resource != "pods" ||
+      (transform != "none" && transform != "strip" && transform != "operator")) {
+    std::fprintf(stderr,
+                 "informer_bench: supports --resource pods, --transform none|strip|operator\n");
     return 2;
   }
   boost::asio::io_context ioc;
@@ -227,7 +236,12 @@ int main(int argc, char** argv) {
     std::printf("created=%lld seconds=%.1f\n", static_cast<long long>(create),
                 bench::secondsSince(start));
   }
-  const bool strip = transform == "strip";
-  return bench::measure(ioc, *client, kubeconfig, ns, transform.c_str(),
-                        strip ? bench::stripPod : nullptr, gzip, static_cast<int>(churn));
+  void (*hook)(core::Pod&) = nullptr;
+  if (transform == "strip") {
+    hook = bench::stripPod;
+  } else if (transform == "operator") {
+    hook = controller::stripPod;
+  }
+  return bench::measure(ioc, *client, kubeconfig, ns, transform.c_str(), hook, gzip,
+                        static_cast<int>(churn));
 }

@@ -157,6 +157,7 @@ void FieldReader::read(const char* field, StringMap& out) {
     return;
   }
   StringMap m;
+  m.reserve(v->MemberCount());
   for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
     // A null value decodes as "" in encoding/json; the key is kept.
     if (!it->value.IsString() && !it->value.IsNull()) {
@@ -165,6 +166,7 @@ void FieldReader::read(const char* field, StringMap& out) {
     }
     m.insert_or_assign(str(it->name), it->value.IsNull() ? std::string() : str(it->value));
   }
+  m.shrinkToFit();
   out = std::move(m);
 }
 

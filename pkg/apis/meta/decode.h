@@ -20,6 +20,7 @@
 
 #include <rapidjson/document.h>
 
+#include "pkg/apis/meta/string_map.h"
 #include "pkg/apis/meta/time.h"
 #include "pkg/base/result.h"
 
@@ -35,9 +36,6 @@ struct DecodeError {
 
 template <class T>
 using Decoded = egress::Result<T, DecodeError>;
-
-// Labels, annotations, ConfigMap data: sorted, so iteration and encoding are deterministic.
-using StringMap = std::map<std::string, std::string>;
 
 // `inner` (relative to the value at `prefix`) as seen from the enclosing value:
 // prefix "items[3]" + path "metadata.name" -> "items[3].metadata.name".

@@ -375,6 +375,8 @@ TEST(CodegenParserTest, MarkerValuesAreChecked) {
 }
 
 TEST(CodegenParserTest, MarkersOnTheWrongTypeAreErrors) {
+  EXPECT_EQ(fieldError("  // +emitzero\n  std::string a;"),
+            "types.h:5: +emitzero applies to an integer or a bool, not std::string");
   EXPECT_EQ(fieldError("  // +kubebuilder:validation:MaxLength=5\n  int32_t a = 0;"),
             "types.h:5: +MaxLength applies to a string, not int32_t");
   EXPECT_EQ(fieldError("  // +kubebuilder:validation:Minimum=1\n  std::string a;"),

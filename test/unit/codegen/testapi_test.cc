@@ -618,6 +618,19 @@ TEST(TestApiTest, NewListAndMapTypesDecodeAndEncode) {
             "switches[\"a\"]: expected string");
 }
 
+TEST(TestApiTest, EmitZeroFieldsAreWrittenWhenZeroAndStayOptionalOnDecode) {
+  GatewayStatus status;
+  const std::string json = meta::encodeToString(status, encodeGatewayStatus);
+  EXPECT_NE(json.find("\"readyReplicas\":0"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"degraded\":false"), std::string::npos) << json;
+  EXPECT_EQ(json.find("observedGeneration"), std::string::npos) << "omitempty as before: " << json;
+  rapidjson::Document empty;
+  empty.Parse("{}");
+  auto decoded = decodeGatewayStatus(empty);
+  ASSERT_TRUE(decoded) << decoded.error().toString();
+  EXPECT_EQ(decoded->readyReplicas, 0);
+}
+
 TEST(TestApiTest, CrdsCarryDefaultsRulesAndNames) {
   const YAML::Node gw = schemaOf(kinds()[0], true);
   const auto scalars = gw["properties"]["spec"]["properties"]["scalars"];

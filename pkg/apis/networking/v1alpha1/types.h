@@ -17,7 +17,9 @@
 //     pattern, and validation parses it (meta::parseQuantity in pkg/apis/meta/quantity.h). No
 //     validation marker applies to them.
 //   - `+required` marks required fields; every other field is optional and omitted from JSON when
-//     empty (Go's omitempty); std::optional keeps "absent" apart from zero.
+//     empty (Go's omitempty); std::optional keeps "absent" apart from zero. `+emitzero` on an
+//     integer or bool writes it even when 0 or false (a Go field without omitempty: a count whose
+//     0 is news, "free: 0"), without making it required.
 //   - Comment lines become the field's description in `kubectl explain`: write them for
 //     Kubernetes users (JSON names, "absent", "list"), never in C++ terms.
 //   - Validation markers are kubebuilder's (Minimum, Maximum, MinLength, MaxLength, MinItems,
@@ -53,10 +55,13 @@ namespace egress::networking::v1alpha1 {
 // (an IPv6 /64 holds more).
 struct IPFamilyCounts {
   // Addresses in the pool's CIDRs minus the excluded ones.
+  // +emitzero
   int64_t total = 0;
   // Addresses held by policies.
+  // +emitzero
   int64_t allocated = 0;
   // Addresses that can still be allocated.
+  // +emitzero
   int64_t free = 0;
 
   bool operator==(const IPFamilyCounts&) const = default;
@@ -94,6 +99,7 @@ struct IPAMPoolStatus {
   // IPv6 usage; absent if the pool has no IPv6 CIDR.
   std::optional<IPFamilyCounts> ipv6;
   // Addresses of this pool held by policies, both families.
+  // +emitzero
   int64_t allocated = 0;
   // The spec generation this status describes.
   int64_t observedGeneration = 0;
@@ -281,6 +287,7 @@ struct EgressGatewayPolicyStatus {
   // +kubebuilder:validation:MaxItems=64
   std::vector<GatewayStatus> gateways;
   // Source pods the policy selects.
+  // +emitzero
   int32_t selectedPods = 0;
   // The spec generation this status describes.
   int64_t observedGeneration = 0;
@@ -341,10 +348,13 @@ struct OperatorConfigSpec {
 // OperatorConfigStatus summarises the operator's state.
 struct OperatorConfigStatus {
   // EgressGatewayPolicies in the cluster.
+  // +emitzero
   int32_t policies = 0;
   // Those of them with condition Ready=True.
+  // +emitzero
   int32_t readyPolicies = 0;
   // IPAMPools in the cluster.
+  // +emitzero
   int32_t pools = 0;
   // The spec generation this status describes.
   int64_t observedGeneration = 0;

@@ -15,9 +15,9 @@ meta::Decoded<IPFamilyCounts> decodeIPFamilyCounts(const rapidjson::Value& v) {
 
 void encodeIPFamilyCounts(meta::JsonWriter& w, const IPFamilyCounts& v) {
   w.StartObject();
-  meta::writeFieldIfSet(w, "total", v.total);
-  meta::writeFieldIfSet(w, "allocated", v.allocated);
-  meta::writeFieldIfSet(w, "free", v.free);
+  meta::writeField(w, "total", v.total);
+  meta::writeField(w, "allocated", v.allocated);
+  meta::writeField(w, "free", v.free);
   w.EndObject();
 }
 
@@ -66,7 +66,7 @@ void encodeIPAMPoolStatus(meta::JsonWriter& w, const IPAMPoolStatus& v) {
     meta::writeKey(w, "ipv6");
     encodeIPFamilyCounts(w, *v.ipv6);
   }
-  meta::writeFieldIfSet(w, "allocated", v.allocated);
+  meta::writeField(w, "allocated", v.allocated);
   meta::writeFieldIfSet(w, "observedGeneration", v.observedGeneration);
   if (!v.conditions.empty()) {
     meta::writeKey(w, "conditions");
@@ -270,9 +270,7 @@ void encodeEgressGatewayPolicyStatus(meta::JsonWriter& w, const EgressGatewayPol
     }
     w.EndArray();
   }
-  if (v.selectedPods != 0) {
-    meta::writeField(w, "selectedPods", v.selectedPods);
-  }
+  meta::writeField(w, "selectedPods", v.selectedPods);
   meta::writeFieldIfSet(w, "observedGeneration", v.observedGeneration);
   if (!v.conditions.empty()) {
     meta::writeKey(w, "conditions");
@@ -345,15 +343,9 @@ meta::Decoded<OperatorConfigStatus> decodeOperatorConfigStatus(const rapidjson::
 
 void encodeOperatorConfigStatus(meta::JsonWriter& w, const OperatorConfigStatus& v) {
   w.StartObject();
-  if (v.policies != 0) {
-    meta::writeField(w, "policies", v.policies);
-  }
-  if (v.readyPolicies != 0) {
-    meta::writeField(w, "readyPolicies", v.readyPolicies);
-  }
-  if (v.pools != 0) {
-    meta::writeField(w, "pools", v.pools);
-  }
+  meta::writeField(w, "policies", v.policies);
+  meta::writeField(w, "readyPolicies", v.readyPolicies);
+  meta::writeField(w, "pools", v.pools);
   meta::writeFieldIfSet(w, "observedGeneration", v.observedGeneration);
   if (!v.conditions.empty()) {
     meta::writeKey(w, "conditions");

@@ -169,6 +169,12 @@ struct GatewaySpec {
 // GatewayStatus is what a controller would write.
 struct GatewayStatus {
   int64_t observedGeneration = 0;
+  // Written even when 0.
+  // +emitzero
+  int32_t readyReplicas = 0;
+  // Written even when false.
+  // +emitzero
+  bool degraded = false;
   // +listType=map
   // +listMapKey=type
   std::vector<meta::Condition> conditions;

@@ -1,0 +1,331 @@
+// operator_bench: the operator's cold start, measured against a real control plane that already
+// holds the pods (make bench seeds 10,000 with informer_bench --create). It creates the pools,
+// the OperatorConfig and the policies (one gateway replica each; a few select the seeded pods),
+// starts the egress-operator binary, and prints:
+//   time_to_synced   from the process start until /readyz answers (every informer synced);
+//   time_to_ready    until every policy reports Ready=True (gateways Available, IPs held);
+//   writes_per_policy  the operator's POST/PUT/PATCH/DELETE requests (rest_client_requests_total)
+//                    until then, divided by the policies, and by verb;
+//   rss              the operator's resident memory (process_resident_memory_bytes) after
+//                    convergence; and per cached pod: the difference to a second cold start
+//                    without the seeded pods, over the difference in cached pods.
+// Then 60 s of steady state: writes made meanwhile (the target is 0).
+//
+//   operator_bench --kubeconfig K --operator build/cmd/egress-operator/egress-operator
+//                  --namespace bench --policies 1000 --pools 20
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <rapidjson/document.h>
+
+#include "pkg/cli/flag_set.h"
+#include "test/bench/bench_util.h"
+#include "test/e2e/testenv/child_process.h"
+#include "test/e2e/testenv/loopback.h"
+#include "test/testutil/run_sync.h"
+#include <signal.h>
+
+namespace egress::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+const kube::Resource kPools{"networking.egressgateway.dev", "v1alpha1", "ipampools", false};
+const kube::Resource kConfigs{"networking.egressgateway.dev", "v1alpha1", "operatorconfigs", false};
+const kube::Resource kPolicies{"networking.egressgateway.dev", "v1alpha1", "egressgatewaypolicies",
+                               true};
+const kube::Resource kPodsResource{"", "v1", "pods", true};
+
+// The value of every sample of `name` whose line contains `filter`, summed.
+double metric(const std::string& text, const std::string& name, const std::string& filter = "") {
+  double sum = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, name.size(), name) == 0 &&
+        (line.size() > name.size() && (line[name.size()] == '{' || line[name.size()] == ' ')) &&
+        line.find(filter) != std::string::npos) {
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return sum;
+}
+
+double writes(const std::string& m, const std::string& verb) {
+  return metric(m, "rest_client_requests_total", "method=\"" + verb + "\"");
+}
+
+double allWrites(const std::string& m) {
+  return writes(m, "POST") + writes(m, "PUT") + writes(m, "PATCH") + writes(m, "DELETE");
+}
+
+// Every item of a paged LIST.
+template <class F>
+bool forEachItem(boost::asio::io_context& ioc, kube::RestClient& client, const kube::Resource& r,
+                 const std::string& ns, F&& f) {
+  std::string token;
+  do {
+    kube::ListOptions opts;
+    opts.limit = 500;
+    opts.continueToken = token;
+    auto page = testutil::runSync(ioc, client.list(r, ns, opts));
+    if (!page) {
+      std::fprintf(stderr, "list: %s\n", page.error().message().c_str());
+      return false;
+    }
+    for (const auto& item : (*page)["items"].GetArray()) {
+      f(item);
+    }
+    token.clear();
+    if (page->HasMember("metadata") && (*page)["metadata"].HasMember("continue")) {
+      token = (*page)["metadata"]["continue"].GetString();
+    }
+  } while (!token.empty());
+  return true;
+}
+
+bool isReady(const rapidjson::Value& policy) {
+  if (!policy.HasMember("status") || !policy["status"].HasMember("conditions")) {
+    return false;
+  }
+  for (const auto& c : policy["status"]["conditions"].GetArray()) {
+    if (std::string(c["type"].GetString()) == "Ready") {
+      return std::string(c["status"].GetString()) == "True";
+    }
+  }
+  return false;
+}
+
+struct ColdStart {
+  std::unique_ptr<testenv::ChildProcess> op;
+  int metricsPort = 0;
+  double synced = -1;   // seconds from the process start until /readyz answers
+  double ready = -1;    // ... until every policy is Ready
+  std::string metrics;  // /metrics once converged
+  double rss = 0;
+  int cachedPods = 0;  // the pods in the cluster, all of which the operator caches
+};
+
+// Starts the operator and waits until it is ready and every policy is Ready, then lets the
+// batched pool and summary recounts land.
+std::optional<ColdStart> coldStart(boost::asio::io_context& ioc, kube::RestClient& client,
+                                   const std::string& binary, const std::string& kubeconfig,
+                                   const std::string& ns, int policies, int workers) {
+  ColdStart run;
+  run.metricsPort = testenv::freeLoopbackPort();
+  const int probePort = testenv::freeLoopbackPort();
+  const auto start = std::chrono::steady_clock::now();
+  run.op = std::make_unique<testenv::ChildProcess>(
+      std::vector<std::string>{
+          binary, "--kubeconfig=" + kubeconfig,
+          "--metrics-bind-address=127.0.0.1:" + std::to_string(run.metricsPort),
+          "--health-probe-bind-address=127.0.0.1:" + std::to_string(probePort),
+          "--workers=" + std::to_string(workers), "--kube-api-qps=-1"},
+      "/tmp/operator_bench.log");
+  if (!run.op->error().empty()) {
+    std::fprintf(stderr, "%s\n", run.op->error().c_str());
+    return std::nullopt;
+  }
+  while (secondsSince(start) < 600) {
+    if (!testenv::httpGet(probePort, "/readyz").empty()) {
+      run.synced = secondsSince(start);
+      break;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  if (run.synced < 0) {
+    std::fprintf(stderr, "the operator never became ready:\n%s\n", run.op->log().c_str());
+    return std::nullopt;
+  }
+  int readyCount = 0;
+  while (secondsSince(start) < 1200) {
+    readyCount = 0;
+    if (!forEachItem(ioc, client, kPolicies, ns,
+                     [&](const rapidjson::Value& p) { readyCount += isReady(p) ? 1 : 0; })) {
+      return std::nullopt;
+    }
+    if (readyCount >= policies) {
+      run.ready = secondsSince(start);
+      break;
+    }
+    std::this_thread::sleep_for(1s);
+  }
+  if (run.ready < 0) {
+    std::fprintf(stderr, "only %d of %d policies became Ready\n", readyCount, policies);
+    return std::nullopt;
+  }
+  std::this_thread::sleep_for(5s);
+  run.metrics = testenv::httpGet(run.metricsPort, "/metrics");
+  run.rss = metric(run.metrics, "process_resident_memory_bytes");
+  forEachItem(ioc, client, kPodsResource, "", [&](const rapidjson::Value&) { ++run.cachedPods; });
+  return run;
+}
+
+// Deletes the pods informer_bench seeded (app=bench) in one DELETE of the collection, and waits
+// until they are gone (they are unscheduled: no kubelet delays their deletion).
+bool deleteSeededPods(boost::asio::io_context& ioc, kube::RestClient& client,
+                      const std::string& ns) {
+  const std::string target = "/api/v1/namespaces/" + ns + "/pods?labelSelector=app%3Dbench";
+  auto r = testutil::runSync(ioc, client.raw("DELETE", target));
+  // Deleting 10,000 pods outlasts the server's request timeout (504); it goes on regardless.
+  if (!r && !r.error().isTimeout()) {
+    std::fprintf(stderr, "delete the seeded pods: %s\n", r.error().message().c_str());
+    return false;
+  }
+  for (int i = 0; i < 600; ++i) {
+    int left = 0;
+    if (!forEachItem(ioc, client, kPodsResource, ns, [&](const rapidjson::Value& p) {
+          const auto& meta = p["metadata"];
+          left += meta.HasMember("labels") && meta["labels"].HasMember("app") &&
+                          std::string(meta["labels"]["app"].GetString()) == "bench"
+                      ? 1
+                      : 0;
+        })) {
+      return false;
+    }
+    if (left == 0) {
+      return true;
+    }
+    std::this_thread::sleep_for(1s);
+  }
+  std::fprintf(stderr, "the seeded pods were not deleted within 600 s\n");
+  return false;
+}
+
+int run(const std::string& kubeconfig, const std::string& binary, const std::string& ns,
+        int policies, int pools, int workers) {
+  boost::asio::io_context ioc;
+  auto client = makeClient(ioc, kubeconfig, true);
+  if (!client) {
+    return 1;
+  }
+  // Setup: pools of a /24 each, the OperatorConfig, the policies.
+  for (int p = 0; p < pools; ++p) {
+    std::string body = R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"IPAMPool",)"
+                       R"("metadata":{"name":"bench-)" +
+                       std::to_string(p) + R"("},"spec":{"cidrs":["100.)" +
+                       std::to_string(64 + p / 256) + "." + std::to_string(p % 256) +
+                       R"(.0/24"]}})";
+    auto r = testutil::runSync(ioc, client->create(kPools, "", body));
+    if (!r && !r.error().isAlreadyExists()) {
+      std::fprintf(stderr, "create pool: %s\n", r.error().message().c_str());
+      return 1;
+    }
+  }
+  {
+    std::string body =
+        R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"OperatorConfig",)"
+        R"("metadata":{"name":"default"},"spec":{"gatewayImage":"example.invalid/gw:bench",)"
+        R"("clusterCIDRs":["10.244.0.0/16","10.96.0.0/12"]}})";
+    auto r = testutil::runSync(ioc, client->create(kConfigs, "", body));
+    if (!r && !r.error().isAlreadyExists()) {
+      std::fprintf(stderr, "create config: %s\n", r.error().message().c_str());
+      return 1;
+    }
+  }
+  const auto setupStart = std::chrono::steady_clock::now();
+  for (int i = 0; i < policies; ++i) {
+    // A few select every seeded pod (their ConfigMaps list them all); the rest select none.
+    const std::string app = i < 10 ? "bench" : "none-" + std::to_string(i);
+    std::string body =
+        R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"EgressGatewayPolicy",)"
+        R"("metadata":{"name":"bench-)" +
+        std::to_string(i) + R"("},"spec":{"podSelector":{"matchLabels":{"app":")" + app +
+        R"("}},"egressIP":{"pool":"bench-)" + std::to_string(i % pools) +
+        R"("},"gateway":{"replicas":1}}})";
+    auto r = testutil::runSync(ioc, client->create(kPolicies, ns, body));
+    if (!r && !r.error().isAlreadyExists()) {
+      std::fprintf(stderr, "create policy: %s\n", r.error().message().c_str());
+      return 1;
+    }
+  }
+  std::printf("created pools=%d policies=%d in %.1fs\n", pools, policies, secondsSince(setupStart));
+
+  auto full = coldStart(ioc, *client, binary, kubeconfig, ns, policies, workers);
+  if (!full) {
+    return 1;
+  }
+  const double total = allWrites(full->metrics);
+  const std::string& atReady = full->metrics;
+  std::printf("time_to_synced=%.2fs time_to_ready=%.2fs policies=%d workers=%d\n", full->synced,
+              full->ready, policies, workers);
+  std::printf(
+      "writes=%.0f writes_per_policy=%.2f POST=%.0f PUT=%.0f PATCH=%.0f DELETE=%.0f "
+      "conflicts=%.0f\n",
+      total, total / policies, writes(atReady, "POST"), writes(atReady, "PUT"),
+      writes(atReady, "PATCH"), writes(atReady, "DELETE"),
+      metric(atReady, "rest_client_requests_total", "code=\"409\""));
+  std::printf("rss=%.1fMiB cached_pods=%d rss_per_cached_pod_total=%.0fB\n", full->rss / 1048576.0,
+              full->cachedPods, full->cachedPods > 0 ? full->rss / full->cachedPods : 0.0);
+
+  std::this_thread::sleep_for(60s);
+  const std::string after = testenv::httpGet(full->metricsPort, "/metrics");
+  const double steadyWrites = allWrites(after) - total;
+  std::printf("steady_state_60s_writes=%.0f\n", steadyWrites);
+  full->op->signal(SIGTERM);
+  full->op->reap(60s);
+
+  // The cost of a cached pod is what it adds: the same cold start again without the seeded pods
+  // (only the gateway pods remain) is the baseline, and the difference over the difference in
+  // cached pods is the per-pod figure. The whole-process RSS over the pod count also carries the
+  // binary, its libraries, the policies and every other cache.
+  if (!deleteSeededPods(ioc, *client, ns)) {
+    return 1;
+  }
+  auto base = coldStart(ioc, *client, binary, kubeconfig, ns, policies, workers);
+  if (!base) {
+    return 1;
+  }
+  base->op->signal(SIGTERM);
+  base->op->reap(60s);
+  const int podDelta = full->cachedPods - base->cachedPods;
+  const double perPod = podDelta > 0 ? (full->rss - base->rss) / podDelta : 0.0;
+  std::printf("baseline: cached_pods=%d rss=%.1fMiB time_to_synced=%.2fs\n", base->cachedPods,
+              base->rss / 1048576.0, base->synced);
+  std::printf("rss_per_cached_pod=%.0fB (the RSS difference over %d more cached pods)\n", perPod,
+              podDelta);
+  std::printf(
+      "{\"figure\":\"operator_cold_start\",\"policies\":%d,\"pods\":%d,"
+      "\"time_to_synced_s\":%.2f,\"time_to_ready_s\":%.2f,\"writes_per_policy\":%.2f,"
+      "\"steady_state_60s_writes\":%.0f,\"rss_bytes\":%.0f,\"baseline_pods\":%d,"
+      "\"baseline_rss_bytes\":%.0f,\"rss_bytes_per_cached_pod\":%.0f}\n",
+      policies, full->cachedPods, full->synced, full->ready, total / policies, steadyWrites,
+      full->rss, base->cachedPods, base->rss, perPod);
+  return 0;
+}
+
+}  // namespace
+}  // namespace egress::bench
+
+int main(int argc, char** argv) {
+  using namespace egress;
+  cli::FlagSet flags("operator_bench");
+  std::string kubeconfig;
+  std::string binary;
+  std::string ns = "bench";
+  int64_t policies = 1000;
+  int64_t pools = 20;
+  int64_t workers = 8;
+  bool help = false;
+  flags.addString("kubeconfig", kubeconfig, "Path to a kubeconfig.");
+  flags.addString("operator", binary, "The egress-operator binary.");
+  flags.addString("namespace", ns, "Namespace of the policies (the seeded pods' namespace).");
+  flags.addInt("policies", policies, "Policies to create, one gateway replica each.");
+  flags.addInt("pools", pools, "IPAMPools (a /24 each) the policies are spread over.");
+  flags.addInt("workers", workers, "The operator's --workers.");
+  flags.addBool("help", help, "Print this help.");
+  if (auto err = flags.parse(argc, argv); !err.empty() || help || binary.empty()) {
+    std::fprintf(help ? stdout : stderr, "%s\n%s", err.c_str(), flags.usage().c_str());
+    return help ? 0 : 2;
+  }
+  return bench::run(kubeconfig, binary, ns, static_cast<int>(policies), static_cast<int>(pools),
+                    static_cast<int>(workers));
+}

@@ -1,0 +1,678 @@
+// End-to-end: the Helm chart (deploy/helm/egress-gateway-operator) with the real helm (Helm 4)
+// against the real local control plane (kube-apiserver 1.20 with RBAC). What a user does: helm
+// install, look at every object, helm upgrade with changed values, helm uninstall (the CRDs and
+// the users' pools and policies stay), install again. Then the operator as a local process (the
+// test kubelet runs no containers) with nothing but the chart's ServiceAccount token, read
+// through the in-cluster configuration path in a private mount namespace: scenario 1 of
+// operator_e2e_test passes with no RBAC denial, and the API server's own authorizer says what the
+// ServiceAccount may not do. Rendering choices that need no cluster (the CRD variant by
+// Kubernetes version, the monitoring objects, the values schema) are checked with helm template.
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "test/e2e/operator_helpers.h"
+#include "test/e2e/testenv/environment.h"
+#include "test/testutil/temp_dir.h"
+#include <signal.h>
+
+namespace egress {
+namespace {
+
+using namespace std::chrono_literals;
+using testenv::controlPlane;
+using namespace e2e;  // the shared helpers (operator_helpers.h) read as this file's own
+
+// One release name and namespace for every test: the CRDs a test's uninstall keeps carry them
+// in their Helm ownership annotations, and Helm adopts them only into the same release.
+constexpr const char* kRelease = "egw";
+constexpr const char* kNamespace = "egress-system";
+constexpr const char* kServiceAccount = "egw-egress-gateway-operator";
+constexpr const char* kFullName = "egw-egress-gateway-operator";
+constexpr const char* kCrds[] = {"ipampools.networking.egressgateway.dev",
+                                 "egressgatewaypolicies.networking.egressgateway.dev",
+                                 "operatorconfigs.networking.egressgateway.dev"};
+
+std::string chartDir() {
+  return testenv::sourceDir() + "/deploy/helm/egress-gateway-operator";
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// (apiGroup, resource, sorted verbs) of every rule of a Role or ClusterRole, one per resource.
+using Rule = std::tuple<std::string, std::string, std::vector<std::string>>;
+std::set<Rule> rulesOf(const rapidjson::Value& role) {
+  std::set<Rule> out;
+  const auto* rules = at(role, {"rules"});
+  if (rules == nullptr || !rules->IsArray()) {
+    return out;
+  }
+  for (const auto& r : rules->GetArray()) {
+    auto verbs = strings(at(r, {"verbs"}));
+    std::sort(verbs.begin(), verbs.end());
+    for (const auto& group : strings(at(r, {"apiGroups"}))) {
+      for (const auto& resource : strings(at(r, {"resources"}))) {
+        out.emplace(group, resource, verbs);
+      }
+    }
+  }
+  return out;
+}
+
+// `v` as JSON text with every object's members sorted by name, so two values compare as text.
+std::string canonicalJson(rapidjson::Value& v) {
+  if (v.IsObject()) {
+    std::sort(v.MemberBegin(), v.MemberEnd(), [](const auto& a, const auto& b) {
+      return std::string_view(a.name.GetString()) < std::string_view(b.name.GetString());
+    });
+    for (auto& m : v.GetObject()) {
+      canonicalJson(m.value);
+    }
+  } else if (v.IsArray()) {
+    for (auto& e : v.GetArray()) {
+      canonicalJson(e);
+    }
+  }
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  v.Accept(w);
+  return buf.GetString();
+}
+
+class HelmE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty());
+    static int counter = 0;
+    suffix_ = std::to_string(::getpid() % 10000) + "-" + std::to_string(++counter);
+  }
+  void TearDown() override {
+    operators_.clear();
+    helm({"uninstall", kRelease, "-n", kNamespace, "--wait", "--ignore-not-found"});
+    for (const auto& ns : namespaces_) {
+      controlPlane().kubectl({"delete", "namespace", ns, "--timeout=180s"});
+    }
+    for (const auto& p : pools_) {
+      controlPlane().kubectl({"delete", "ipampool", p, "--ignore-not-found"});
+    }
+    controlPlane().kubectl({"delete", "operatorconfig", "default", "--ignore-not-found"});
+  }
+
+  // helm with the control plane's admin kubeconfig and its caches and config in this test's
+  // directory.
+  testenv::CommandResult helm(std::vector<std::string> args) const {
+    args.insert(args.begin(),
+                {controlPlane().dir() + "/bin/helm", "--kubeconfig", controlPlane().kubeconfig()});
+    return testenv::runCommand(args, {"HELM_CACHE_HOME=" + tmp_.path() + "/helm/cache",
+                                      "HELM_CONFIG_HOME=" + tmp_.path() + "/helm/config",
+                                      "HELM_DATA_HOME=" + tmp_.path() + "/helm/data"});
+  }
+  testenv::CommandResult helmTemplate(const std::vector<std::string>& args) const {
+    std::vector<std::string> all = {"template", kRelease, chartDir(), "-n", kNamespace};
+    all.insert(all.end(), args.begin(), args.end());
+    return helm(all);
+  }
+  testenv::CommandResult install(const std::vector<std::string>& values) const {
+    std::vector<std::string> args = {"install", kRelease,        chartDir(),
+                                     "-n",      kNamespace,      "--create-namespace",
+                                     "--wait",  "--timeout=180s"};
+    args.insert(args.end(), values.begin(), values.end());
+    return helm(args);
+  }
+  // The API server's copy of one object, as JSON.
+  rapidjson::Document get(const std::vector<std::string>& what) const {
+    std::vector<std::string> args = {"get"};
+    args.insert(args.end(), what.begin(), what.end());
+    args.insert(args.end(), {"-o", "json"});
+    return parseJson(controlPlane().kubectl(args).output);
+  }
+  std::string field(const std::vector<std::string>& what, const std::string& jsonpath) const {
+    std::vector<std::string> args = {"get"};
+    args.insert(args.end(), what.begin(), what.end());
+    args.insert(args.end(), {"-o", "jsonpath={" + jsonpath + "}"});
+    return controlPlane().kubectl(args).output;
+  }
+  ::testing::AssertionResult apply(const std::string& yaml) {
+    return applyYaml(tmp_.path() + "/apply-" + std::to_string(++applied_) + ".yaml", yaml);
+  }
+  // kubectl auth can-i VERB RESOURCE [-n NS | -A] as the chart's ServiceAccount: "yes" or "no".
+  std::string canI(const std::string& verb, const std::string& resource, const std::string& ns,
+                   const std::string& subresource = "") const {
+    std::vector<std::string> args = {
+        "auth", "can-i", verb, resource,
+        std::string("--as=system:serviceaccount:") + kNamespace + ":" + kServiceAccount};
+    if (ns.empty()) {
+      args.emplace_back("--all-namespaces");
+    } else {
+      args.insert(args.end(), {"-n", ns});
+    }
+    if (!subresource.empty()) {
+      args.push_back("--subresource=" + subresource);
+    }
+    auto r = controlPlane().kubectl(args);
+    return r.output.substr(0, r.output.find('\n'));
+  }
+
+  testutil::TempDir tmp_;
+  std::string suffix_;
+  std::vector<std::string> namespaces_;
+  std::vector<std::string> pools_;
+  std::vector<std::unique_ptr<Operator>> operators_;
+  int applied_ = 0;
+};
+
+// The ClusterRole's rules, exactly: the derivation in templates/clusterrole.yaml, one line each.
+const std::set<Rule>& expectedClusterRules() {
+  using V = std::vector<std::string>;
+  static const std::set<Rule> kRules = {
+      {"", "pods", V{"list", "patch", "watch"}},
+      {"", "namespaces", V{"list", "watch"}},
+      {"", "configmaps", V{"create", "list", "patch", "watch"}},
+      {"apps", "deployments", V{"create", "list", "patch", "watch"}},
+      {"policy", "poddisruptionbudgets", V{"create", "delete", "list", "patch", "watch"}},
+      {"networking.egressgateway.dev", "egressgatewaypolicies", V{"list", "watch"}},
+      {"networking.egressgateway.dev", "ipampools", V{"list", "watch"}},
+      {"networking.egressgateway.dev", "operatorconfigs", V{"list", "watch"}},
+      {"networking.egressgateway.dev", "egressgatewaypolicies/status", V{"update"}},
+      {"networking.egressgateway.dev", "ipampools/status", V{"update"}},
+      {"networking.egressgateway.dev", "operatorconfigs/status", V{"update"}},
+      {"networking.egressgateway.dev", "egressgatewaypolicies/finalizers", V{"update"}},
+      {"", "events", V{"create", "patch"}},
+  };
+  return kRules;
+}
+
+// Acceptance: helm install; every object the chart makes, as the API server has it.
+TEST_F(HelmE2E, InstallMakesEveryObjectUpgradeChangesThemUninstallKeepsCRDsAndUsersObjects) {
+  // The PriorityClass the values name must exist before pods may use it.
+  const std::string priorityClass = "egress-operator-" + suffix_;
+  ASSERT_TRUE(
+      controlPlane().kubectl({"create", "priorityclass", priorityClass, "--value=1000000"}).ok());
+  auto installed = install({"--set", "priorityClassName=" + priorityClass, "--set",
+                            "operatorConfig.defaultPool=helm-default", "--set",
+                            std::string("operatorConfig.gatewayImage=") + kImage});
+  ASSERT_TRUE(installed.ok()) << installed.output;
+  EXPECT_TRUE(contains(installed.output, "kubectl get ipp,egp -A")) << installed.output;
+  EXPECT_TRUE(contains(installed.output, "named helm-default")) << installed.output;
+
+  // CRDs: the plain variant on 1.20, established, kept on uninstall.
+  for (const char* crd : kCrds) {
+    auto doc = get({"crd", crd});
+    ASSERT_TRUE(doc.IsObject()) << crd;
+    EXPECT_EQ(str(*at(doc, {"metadata", "annotations"}), "helm.sh/resource-policy"), "keep") << crd;
+    EXPECT_EQ(field({"crd", crd}, ".status.conditions[?(@.type==\"Established\")].status"), "True");
+    EXPECT_FALSE(contains(controlPlane().kubectl({"get", "crd", crd, "-o", "yaml"}).output,
+                          "x-kubernetes-validations"))
+        << crd;
+  }
+
+  // RBAC: exactly the derived rules; Leases only in a Role of the release namespace.
+  auto clusterRole = get({"clusterrole", kFullName});
+  EXPECT_EQ(rulesOf(clusterRole), expectedClusterRules());
+  auto role = get({"role", "-n", kNamespace, std::string(kFullName) + "-leader-election"});
+  EXPECT_EQ(rulesOf(role),
+            (std::set<Rule>{{"coordination.k8s.io", "leases", {"create", "get", "update"}}}));
+  for (const auto& binding :
+       {std::vector<std::string>{"clusterrolebinding", kFullName},
+        std::vector<std::string>{"rolebinding", "-n", kNamespace,
+                                 std::string(kFullName) + "-leader-election"}}) {
+    EXPECT_EQ(field(binding, ".subjects[0].kind") + "/" + field(binding, ".subjects[0].namespace") +
+                  "/" + field(binding, ".subjects[0].name"),
+              std::string("ServiceAccount/") + kNamespace + "/" + kServiceAccount)
+        << binding[0];
+  }
+  EXPECT_TRUE(exists({"get", "serviceaccount", "-n", kNamespace, kServiceAccount}));
+
+  // The Deployment: 2 replicas under leader election, probes, hardening, resources, spread.
+  const std::vector<std::string> deploy = {"deployment", "-n", kNamespace, kFullName};
+  EXPECT_EQ(field(deploy, ".spec.replicas"), "2");
+  EXPECT_EQ(field(deploy, ".status.availableReplicas"), "2");
+  const std::string pod = ".spec.template.spec";
+  const std::string c = pod + ".containers[0]";
+  const std::string args = field(deploy, c + ".args");
+  EXPECT_TRUE(contains(args, "\"--leader-elect\"")) << args;
+  EXPECT_TRUE(contains(args, std::string("--leader-election-namespace=") + kNamespace)) << args;
+  EXPECT_TRUE(contains(args, "--graceful-shutdown-timeout=30s")) << args;
+  EXPECT_EQ(field(deploy, c + ".livenessProbe.httpGet.path"), "/healthz");
+  EXPECT_EQ(field(deploy, c + ".readinessProbe.httpGet.path"), "/readyz");
+  EXPECT_EQ(field(deploy, c + ".readinessProbe.httpGet.port"), "health");
+  EXPECT_EQ(field(deploy, c + ".ports[?(@.name==\"health\")].containerPort"), "8081");
+  EXPECT_EQ(field(deploy, pod + ".securityContext.runAsNonRoot"), "true");
+  EXPECT_EQ(field(deploy, pod + ".securityContext.runAsUser"), "65532");
+  EXPECT_EQ(field(deploy, pod + ".securityContext.seccompProfile.type"), "RuntimeDefault");
+  EXPECT_EQ(field(deploy, c + ".securityContext.readOnlyRootFilesystem"), "true");
+  EXPECT_EQ(field(deploy, c + ".securityContext.allowPrivilegeEscalation"), "false");
+  EXPECT_EQ(field(deploy, c + ".securityContext.capabilities.drop"), "[\"ALL\"]");
+  EXPECT_EQ(field(deploy, c + ".resources.requests.cpu"), "100m");
+  EXPECT_EQ(field(deploy, c + ".resources.limits.memory"), "256Mi");
+  EXPECT_EQ(field(deploy, pod + ".topologySpreadConstraints[0].topologyKey"),
+            "kubernetes.io/hostname");
+  EXPECT_EQ(field(deploy, pod + ".priorityClassName"), priorityClass);
+  EXPECT_EQ(field(deploy, pod + ".serviceAccountName"), kServiceAccount);
+  // Above the graceful-shutdown timeout (30 s), so the drain is not cut short by a SIGKILL.
+  EXPECT_EQ(field(deploy, pod + ".terminationGracePeriodSeconds"), "45");
+
+  // The metrics Service selects the operator pods: the endpoints controller lists both.
+  const std::vector<std::string> endpoints = {"endpoints", "-n", kNamespace,
+                                              std::string(kFullName) + "-metrics"};
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::string ips = field(endpoints, ".subsets[*].addresses[*].ip");
+        return std::count(ips.begin(), ips.end(), ' ') == 1;
+      },
+      60s))
+      << field(endpoints, ".subsets");
+  EXPECT_EQ(field(endpoints, ".subsets[0].ports[0].port"), "8080");
+
+  // The dashboard ConfigMap: labelled for Grafana's sidecar, the dashboard file as it is.
+  const std::vector<std::string> dashboard = {"configmap", "-n", kNamespace,
+                                              std::string(kFullName) + "-dashboard"};
+  EXPECT_EQ(field(dashboard, ".metadata.labels.grafana_dashboard"), "1");
+  auto embedded = parseJson(field(dashboard, ".data.egress-gateway-operator\\.json"));
+  auto file = parseJson(readFile(chartDir() + "/files/grafana-dashboard.json"));
+  ASSERT_TRUE(file.IsObject());
+  EXPECT_TRUE(embedded.IsObject() && embedded == file);
+
+  // The OperatorConfig from values; no monitoring.coreos.com objects (that API is not served).
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.gatewayImage"), kImage);
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.defaultPool"), "helm-default");
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.clusterCIDRs"),
+            "[\"10.244.0.0/16\",\"10.96.0.0/12\"]");
+  auto manifest = helm({"get", "manifest", kRelease, "-n", kNamespace});
+  EXPECT_FALSE(contains(manifest.output, "kind: ServiceMonitor")) << manifest.output;
+  EXPECT_FALSE(contains(manifest.output, "kind: PrometheusRule"));
+
+  // Users' objects, made while the chart is installed.
+  const std::string pool = "helm-keep-" + suffix_;
+  const std::string ns = "egw-helm-" + suffix_;
+  pools_.push_back(pool);
+  namespaces_.push_back(ns);
+  ASSERT_EQ(controlPlane().createNamespace(ns), "");
+  ASSERT_TRUE(apply(poolYaml(pool, {"198.51.100.64/28"})));
+  ASSERT_TRUE(apply(policyYaml(ns, "kept", pool, 1, "kept")));
+
+  // helm upgrade with changed values: every change reaches its object.
+  auto upgraded = helm({"upgrade", kRelease, chartDir(), "-n", kNamespace, "--wait",
+                        "--timeout=180s", "--reuse-values", "--set", "replicaCount=3", "--set",
+                        "operator.logLevel=debug", "--set", "operator.workers=8", "--set",
+                        "operatorConfig.gatewayImage=example.invalid/egress-gateway:e2e-2", "--set",
+                        "monitoring.grafanaDashboard.enabled=false"});
+  ASSERT_TRUE(upgraded.ok()) << upgraded.output;
+  EXPECT_EQ(field(deploy, ".spec.replicas"), "3");
+  EXPECT_EQ(field(deploy, ".status.availableReplicas"), "3");
+  const std::string upgradedArgs = field(deploy, c + ".args");
+  EXPECT_TRUE(contains(upgradedArgs, "--log-level=debug")) << upgradedArgs;
+  EXPECT_TRUE(contains(upgradedArgs, "--workers=8")) << upgradedArgs;
+  EXPECT_EQ(field(deploy, pod + ".priorityClassName"), priorityClass) << "--reuse-values";
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.gatewayImage"),
+            "example.invalid/egress-gateway:e2e-2");
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.defaultPool"), "helm-default");
+  EXPECT_TRUE(eventually(
+      [&] {
+        return !exists(
+            {"get", "configmap", "-n", kNamespace, std::string(kFullName) + "-dashboard"});
+      },
+      30s));
+  EXPECT_TRUE(contains(upgraded.output, "REVISION: 2")) << upgraded.output;
+
+  // helm uninstall: the release's objects go; the CRDs, the pool and the policy stay.
+  auto uninstalled = helm({"uninstall", kRelease, "-n", kNamespace, "--wait"});
+  ASSERT_TRUE(uninstalled.ok()) << uninstalled.output;
+  EXPECT_TRUE(eventually(
+      [&] {
+        return !exists({"get", "deployment", "-n", kNamespace, kFullName});
+      },
+      60s));
+  EXPECT_FALSE(exists({"get", "serviceaccount", "-n", kNamespace, kServiceAccount}));
+  EXPECT_FALSE(exists({"get", "clusterrole", kFullName}));
+  EXPECT_FALSE(exists({"get", "clusterrolebinding", kFullName}));
+  EXPECT_FALSE(
+      exists({"get", "role", "-n", kNamespace, std::string(kFullName) + "-leader-election"}));
+  EXPECT_FALSE(exists({"get", "service", "-n", kNamespace, std::string(kFullName) + "-metrics"}));
+  for (const char* crd : kCrds) {
+    EXPECT_TRUE(exists({"get", "crd", crd})) << crd;
+  }
+  EXPECT_TRUE(exists({"get", "ipampool", pool}));
+  EXPECT_TRUE(exists({"get", "egp", "-n", ns, "kept"}));
+  // A hook, so not the release's to delete: the operator's settings survive a reinstall.
+  EXPECT_TRUE(exists({"get", "operatorconfig", "default"}));
+
+  // Installing again adopts the kept CRDs; the users' objects are untouched.
+  const std::string uid = field({"crd", kCrds[0]}, ".metadata.uid");
+  auto again = install({});
+  ASSERT_TRUE(again.ok()) << again.output;
+  EXPECT_EQ(field({"crd", kCrds[0]}, ".metadata.uid"), uid);
+  EXPECT_TRUE(exists({"get", "egp", "-n", ns, "kept"}));
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.gatewayImage"),
+            "registry.example.com/egress/gateway:0.1.0");
+  controlPlane().kubectl({"delete", "priorityclass", priorityClass});
+}
+
+// Acceptance: the operator with the chart's ServiceAccount credentials only, through the
+// in-cluster configuration path: scenario 1 passes, and nothing is Forbidden.
+TEST_F(HelmE2E, OperatorRunsInClusterWithOnlyTheServiceAccountToken) {
+  const std::string pool = "helm-incluster-" + suffix_;
+  auto installed = install({"--set", "operatorConfig.defaultPool=" + pool, "--set",
+                            std::string("operatorConfig.gatewayImage=") + kImage});
+  ASSERT_TRUE(installed.ok()) << installed.output;
+
+  // What a pod of the Deployment would have mounted: 1.20's token controller puts the
+  // ServiceAccount's token and the cluster CA into a Secret it names in the ServiceAccount.
+  std::string secret;
+  ASSERT_TRUE(eventually(
+      [&] {
+        secret = field({"serviceaccount", "-n", kNamespace, kServiceAccount}, ".secrets[0].name");
+        return !secret.empty();
+      },
+      60s));
+  const std::string saDir = tmp_.path() + "/serviceaccount";
+  const std::string home = tmp_.path() + "/home";
+  std::filesystem::create_directories(saDir);
+  std::filesystem::create_directories(home);
+  for (const std::string key : {"token", "ca.crt"}) {
+    auto got =
+        controlPlane().kubectl({"get", "secret", "-n", kNamespace, secret, "-o",
+                                "go-template={{index .data \"" + key + "\" | base64decode}}"});
+    ASSERT_TRUE(got.ok() && !got.output.empty()) << got.output;
+    std::ofstream(saDir + "/" + key) << got.output;
+  }
+  std::ofstream(saDir + "/namespace") << kNamespace;
+
+  // A private mount namespace: a tmpfs over /var/run (so nothing is left on the machine) with
+  // the ServiceAccount directory bind-mounted where a pod has it, then the operator with an
+  // empty environment but KUBERNETES_SERVICE_HOST/PORT and a HOME without ~/.kube: no
+  // kubeconfig anywhere, so the in-cluster configuration is the only one it can find.
+  const std::string port = controlPlane().server().substr(controlPlane().server().rfind(':') + 1);
+  auto wrapper = [&](bool mountToken) {
+    const std::string script =
+        std::string(
+            "set -e; sa=$1; home=$2; port=$3; shift 3; "
+            "mount -t tmpfs -o size=1m,mode=0755 tmpfs /var/run; "
+            "mkdir -p /var/run/secrets/kubernetes.io/serviceaccount; ") +
+        (mountToken ? "mount --bind \"$sa\" /var/run/secrets/kubernetes.io/serviceaccount; "
+                      "mount -o remount,bind,ro /var/run/secrets/kubernetes.io/serviceaccount; "
+                    : "") +
+        "exec env -i PATH=/usr/bin:/bin HOME=\"$home\" KUBERNETES_SERVICE_HOST=127.0.0.1 "
+        "KUBERNETES_SERVICE_PORT=\"$port\" \"$@\"";
+    return std::vector<std::string>{"/usr/bin/unshare",
+                                    "--mount",
+                                    "--propagation",
+                                    "private",
+                                    "--",
+                                    "/bin/sh",
+                                    "-c",
+                                    script,
+                                    "sh",
+                                    saDir,
+                                    home,
+                                    port};
+  };
+
+  // Without the token mounted the same launch fails on the in-cluster path, naming its token
+  // file: that is the path it takes.
+  {
+    Operator without(tmp_.path(), "no-token", {}, {wrapper(false), false});
+    EXPECT_EQ(exitCode(without.process().reap(60s)), 1) << without.process().log();
+    EXPECT_TRUE(
+        contains(without.process().log(), "/var/run/secrets/kubernetes.io/serviceaccount/token"))
+        << without.process().log();
+  }
+
+  // No --leader-election-namespace: the Lease's namespace comes from the mounted namespace file.
+  operators_.push_back(std::make_unique<Operator>(tmp_.path(), "in-cluster",
+                                                  std::vector<std::string>{"--leader-elect"},
+                                                  OperatorLaunch{wrapper(true), false}));
+  Operator& op = *operators_.back();
+  ASSERT_TRUE(op.process().error().empty()) << op.process().error();
+
+  // Scenario 1 of operator_e2e_test: a pool, three policies (one with an explicit address);
+  // the OperatorConfig is the chart's, so its default pool is the one they use.
+  const std::string ns = "egw-helm-" + suffix_;
+  namespaces_.push_back(ns);
+  pools_.push_back(pool);
+  ASSERT_EQ(controlPlane().createNamespace(ns), "");
+  ASSERT_TRUE(apply(poolYaml(pool, {"198.51.100.0/28"}, {"198.51.100.1", "198.51.100.2"})));
+  ASSERT_TRUE(apply(policyYaml(ns, "alpha", "", 2, "alpha") + "---\n" +
+                    policyYaml(ns, "beta", pool, 1, "beta") + "---\n" +
+                    policyYaml(ns, "gamma", pool, 2, "gamma", {"198.51.100.14"})));
+  ASSERT_TRUE(allReady(ns, {"alpha", "beta", "gamma"}, 180s, operators_));
+  auto ps = policies(ns);
+  EXPECT_EQ(addressCount(ps), 5u);
+  EXPECT_EQ(allAddresses(ps).size(), 5u) << "an address was given twice";
+  EXPECT_EQ(ps["gamma"].ledger.front(), std::vector<std::string>{"198.51.100.14"});
+  expectGatewaysHoldTheirLedgers(ns, ps, pool);
+  EXPECT_TRUE(exists({"get", "pdb", "-n", ns, "egw-alpha"}));
+  EXPECT_TRUE(eventually([&] { return hasEvent(ns, "alpha", "Allocated"); }, 30s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return field({"ipampool", pool}, ".status.ipv4.allocated") == "5";
+      },
+      60s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return field({"operatorconfig", "default"}, ".status.readyPolicies") == "3";
+      },
+      60s));
+  // The Lease, in the namespace the mounted namespace file names, held by this process.
+  EXPECT_FALSE(field({"lease", "-n", kNamespace, "egress-gateway-operator"}, ".spec.holderIdentity")
+                   .empty());
+  EXPECT_GT(op.writes(), 0);
+  EXPECT_EQ(metricSum(op.metrics(), "rest_client_requests_total", {{"code", "401|403"}}), 0)
+      << op.metrics();
+
+  // What the ServiceAccount may not do, by the API server's authorizer.
+  EXPECT_EQ(canI("get", "secrets", kNamespace), "no");
+  EXPECT_EQ(canI("list", "secrets", ""), "no");
+  EXPECT_EQ(canI("watch", "secrets", "default"), "no");
+  EXPECT_EQ(canI("get", "leases", "kube-system"), "no");
+  EXPECT_EQ(canI("update", "leases", "default"), "no");
+  EXPECT_EQ(canI("create", "leases", ns), "no");
+  EXPECT_EQ(canI("delete", "pods", ns), "no");
+  EXPECT_EQ(canI("update", "deployments", ns), "no");
+  EXPECT_EQ(canI("get", "configmaps", ns), "no");
+  EXPECT_EQ(canI("delete", "egressgatewaypolicies.networking.egressgateway.dev", ns), "no");
+  EXPECT_EQ(canI("*", "*", ns), "no");
+  // ... and what it may, which the scenario above used.
+  EXPECT_EQ(canI("update", "leases", kNamespace), "yes");
+  EXPECT_EQ(canI("patch", "pods", ns), "yes");
+  EXPECT_EQ(canI("create", "events", ns), "yes");
+  EXPECT_EQ(canI("list", "configmaps", ""), "yes");
+  EXPECT_EQ(canI("update", "egressgatewaypolicies.networking.egressgateway.dev", ns, "status"),
+            "yes");
+
+  op.process().signal(SIGTERM);
+  EXPECT_EQ(exitCode(op.process().reap(60s)), 0) << op.process().log();
+  std::string log = op.process().log();
+  std::transform(log.begin(), log.end(), log.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  EXPECT_FALSE(contains(log, "forbidden")) << op.process().log();
+  EXPECT_FALSE(contains(log, "unauthorized")) << op.process().log();
+}
+
+// The no-Helm path: kubectl apply -f deploy/manifests/, then (its CRD established) the
+// OperatorConfig in deploy/manifests/operatorconfig/, installs the same operator; kubectl
+// delete -f removes it again.
+TEST_F(HelmE2E, PlainManifestsInstallWithKubectlApply) {
+  const std::string dir = testenv::sourceDir() + "/deploy/manifests/";
+  auto applied = controlPlane().kubectl({"apply", "-f", dir});
+  ASSERT_TRUE(applied.ok()) << applied.output;
+  auto established = controlPlane().kubectl(
+      {"wait", "--for=condition=established", "--timeout=60s", std::string("crd/") + kCrds[2]});
+  ASSERT_TRUE(established.ok()) << established.output;
+  auto config = controlPlane().kubectl({"apply", "-f", dir + "operatorconfig/"});
+  ASSERT_TRUE(config.ok()) << config.output;
+  const std::string ns = "egress-gateway-system";
+  const std::string name = "egress-gateway-operator";
+  auto wait = controlPlane().kubectl(
+      {"wait", "-n", ns, "--for=condition=Available", "--timeout=120s", "deployment/" + name});
+  EXPECT_TRUE(wait.ok()) << wait.output;
+  EXPECT_EQ(field({"deployment", "-n", ns, name}, ".status.availableReplicas"), "2");
+  EXPECT_EQ(rulesOf(get({"clusterrole", name})), expectedClusterRules());
+  EXPECT_TRUE(exists({"get", "role", "-n", ns, name + "-leader-election"}));
+  EXPECT_TRUE(exists({"get", "serviceaccount", "-n", ns, name}));
+  EXPECT_FALSE(field({"operatorconfig", "default"}, ".spec.gatewayImage").empty());
+  for (const char* crd : kCrds) {
+    EXPECT_EQ(field({"crd", crd}, ".status.conditions[?(@.type==\"Established\")].status"), "True");
+  }
+  // Everything goes, the CRDs too, so the Helm tests' install finds no CRD it does not own.
+  auto deleted = controlPlane().kubectl({"delete", "-f", dir + "operatorconfig/", "-f", dir,
+                                         "--ignore-not-found", "--wait", "--timeout=180s"});
+  EXPECT_TRUE(deleted.ok()) << deleted.output;
+}
+
+// The CRD variant follows the server's version; crds.* values turn the CRDs and keep off.
+TEST_F(HelmE2E, TemplateChoosesTheCRDVariantByKubernetesVersion) {
+  auto old = helmTemplate({"--kube-version", "1.20.0", "--show-only", "templates/crds.yaml"});
+  ASSERT_TRUE(old.ok()) << old.output;
+  EXPECT_FALSE(contains(old.output, "x-kubernetes-validations"));
+  auto cel = helmTemplate({"--kube-version", "1.28.0", "--show-only", "templates/crds.yaml"});
+  ASSERT_TRUE(cel.ok()) << cel.output;
+  EXPECT_TRUE(contains(cel.output, "x-kubernetes-validations"));
+  EXPECT_TRUE(contains(cel.output, "self.metadata.name == 'default'")) << cel.output;
+  for (const auto& out : {old.output, cel.output}) {
+    for (const char* crd : kCrds) {
+      EXPECT_TRUE(contains(out, std::string("name: ") + crd)) << crd;
+    }
+    EXPECT_TRUE(contains(out, "helm.sh/resource-policy: keep"));
+  }
+  auto forcedPlain = helmTemplate({"--kube-version", "1.28.0", "--set", "crds.validation=plain",
+                                   "--show-only", "templates/crds.yaml"});
+  EXPECT_FALSE(contains(forcedPlain.output, "x-kubernetes-validations")) << forcedPlain.output;
+  auto noKeep = helmTemplate({"--set", "crds.keep=false", "--show-only", "templates/crds.yaml"});
+  ASSERT_TRUE(noKeep.ok()) << noKeep.output;
+  EXPECT_FALSE(contains(noKeep.output, "resource-policy"));
+  auto none = helmTemplate({"--set", "crds.install=false"});
+  ASSERT_TRUE(none.ok()) << none.output;
+  EXPECT_FALSE(contains(none.output, "kind: CustomResourceDefinition"));
+
+  // The rendered CEL CRDs are the generated ones (manifests/cel/), field for field, as the API
+  // server's client-side reading of both shows them.
+  const std::string rendered = tmp_.path() + "/cel-crds.yaml";
+  std::ofstream(rendered) << cel.output;
+  // kubectl prints one JSON document per object.
+  auto specsOf = [](const std::string& path) {
+    const auto out =
+        controlPlane()
+            .kubectl({"create", "--dry-run=client", "--validate=false", "-o", "json", "-f", path})
+            .output;
+    std::map<std::string, std::string> specs;  // name -> the spec, re-serialized
+    rapidjson::StringStream in(out.c_str());
+    for (;;) {
+      while (in.Peek() != '\0' && std::isspace(static_cast<unsigned char>(in.Peek())) != 0) {
+        in.Take();
+      }
+      rapidjson::Document d;
+      if (in.Peek() == '\0' ||
+          d.ParseStream<rapidjson::kParseStopWhenDoneFlag | rapidjson::kParseIterativeFlag>(in)
+              .HasParseError()) {
+        break;
+      }
+      const auto* spec = at(d, {"spec"});
+      const auto* meta = at(d, {"metadata"});
+      if (spec != nullptr && meta != nullptr) {
+        rapidjson::Document copy;
+        copy.CopyFrom(*spec, copy.GetAllocator());
+        specs[str(*meta, "name")] = canonicalJson(copy);
+      }
+    }
+    return specs;
+  };
+  auto mine = specsOf(rendered);
+  auto generated = specsOf(testenv::sourceDir() + "/manifests/cel/");
+  EXPECT_EQ(mine.size(), 3u) << cel.output;
+  EXPECT_EQ(mine, generated);
+}
+
+// ServiceMonitor and PrometheusRule only where monitoring.coreos.com/v1 is served or forced; the
+// PrometheusRule carries the rules file.
+TEST_F(HelmE2E, TemplateRendersMonitoringObjectsOnlyWhereTheirAPIIsServed) {
+  auto plain = helmTemplate({});
+  ASSERT_TRUE(plain.ok()) << plain.output;
+  EXPECT_FALSE(contains(plain.output, "kind: ServiceMonitor"));
+  EXPECT_FALSE(contains(plain.output, "kind: PrometheusRule"));
+  EXPECT_TRUE(contains(plain.output, "grafana_dashboard: \"1\""));
+  auto served = helmTemplate({"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
+                              "--api-versions", "monitoring.coreos.com/v1/PrometheusRule"});
+  ASSERT_TRUE(served.ok()) << served.output;
+  EXPECT_TRUE(contains(served.output, "kind: ServiceMonitor"));
+  EXPECT_TRUE(contains(served.output, "kind: PrometheusRule"));
+  auto forced = helmTemplate({"--set", "monitoring.serviceMonitor.force=true", "--set",
+                              "monitoring.prometheusRule.force=true"});
+  EXPECT_TRUE(contains(forced.output, "kind: ServiceMonitor"));
+  EXPECT_TRUE(contains(forced.output, "kind: PrometheusRule"));
+  auto off = helmTemplate({"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--set",
+                           "monitoring.serviceMonitor.enabled=false"});
+  EXPECT_FALSE(contains(off.output, "kind: ServiceMonitor"));
+  // Every alert of the rules file is in the PrometheusRule.
+  std::istringstream rules(readFile(chartDir() + "/files/prometheus-rules.yaml"));
+  std::string line;
+  int alerts = 0;
+  while (std::getline(rules, line)) {
+    if (auto p = line.find("alert: "); p != std::string::npos) {
+      ++alerts;
+      EXPECT_TRUE(contains(forced.output, line.substr(p))) << line;
+    }
+  }
+  EXPECT_GT(alerts, 0);
+}
+
+// values.schema.json: Helm refuses a value of the wrong type or an unknown key; the chart
+// refuses values that would make a broken Deployment.
+TEST_F(HelmE2E, TemplateRefusesWrongValues) {
+  ASSERT_TRUE(helmTemplate({}).ok());
+  ASSERT_TRUE(helm({"lint", "--strict", chartDir()}).ok());
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const auto& [args, says] : std::vector<Case>{
+           {{"--set", "replicaCount=two"}, "/replicaCount"},
+           {{"--set-string", "operator.workers=4"}, "/operator/workers"},
+           {{"--set", "operator.workers=0"}, "/operator/workers"},
+           {{"--set", "crds.install=maybe"}, "/crds/install"},
+           {{"--set", "crds.validation=sometimes"}, "/crds/validation"},
+           {{"--set", "operator.logFormat=xml"}, "/operator/logFormat"},
+           {{"--set", "operator.syncPeriod=soon"}, "/operator/syncPeriod"},
+           {{"--set", "resources.limits.cpu=lots"}, "/resources/limits/cpu"},
+           {{"--set", "replicaz=2"}, "replicaz"},
+           {{"--set", "operatorConfig.clusterCIDRs=10.0.0.0/8"}, "/operatorConfig/clusterCIDRs"},
+           {{"--set", "terminationGracePeriodSeconds=30"}, "must exceed"},
+           {{"--set", "leaderElection.enabled=false"}, "needs leaderElection.enabled"},
+           {{"--set", "serviceAccount.create=false"}, "serviceAccount.name is required"},
+       }) {
+    auto r = helmTemplate(args);
+    EXPECT_FALSE(r.ok()) << args.back();
+    EXPECT_TRUE(contains(r.output, says)) << args.back() << ": " << r.output;
+  }
+  // The boundaries the refusals sit next to are accepted.
+  EXPECT_TRUE(helmTemplate({"--set", "terminationGracePeriodSeconds=31"}).ok());
+  EXPECT_TRUE(
+      helmTemplate({"--set", "leaderElection.enabled=false", "--set", "replicaCount=1"}).ok());
+  EXPECT_TRUE(helmTemplate({"--set", "resources.limits.cpu=500m"}).ok());
+}
+
+}  // namespace
+}  // namespace egress
