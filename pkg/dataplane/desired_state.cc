@@ -97,6 +97,7 @@ class Computer {
     sortUnique(k.routes);
     sortUnique(k.neighbours);
     sortUnique(k.fdb);
+    sortUnique(k.sysctls);
     return std::move(out_);
   }
 
@@ -205,6 +206,27 @@ class Computer {
         k.neighbours.push_back({config_.tunnelDevice, *p.ipv4, false, p.mac});
       }
     }
+    sysctls();
+  }
+
+  // What the design needs of the kernel's parameters, on every node (a node becomes a source or
+  // a holder with the next policy; sysctls are the init container's and need no re-apply then).
+  void sysctls() {
+    auto& s = out_.kernel.sysctls;
+    const std::string& up = config_.uplink;
+    // Sources route marked pod traffic into the tunnel; holders forward it out of the uplink.
+    s.push_back({"net/ipv4/ip_forward", "1"});
+    s.push_back({"net/ipv6/conf/all/forwarding", "1"});
+    // Decapsulated packets come from peers' tunnel addresses the main table routes elsewhere:
+    // loose mode on the tunnel only (the effective value is the max of all and the device).
+    s.push_back({"net/ipv4/conf/" + config_.tunnelDevice + "/rp_filter", "2"});
+    // A proxy neighbour entry answers ARP only with forwarding on (above) and a route for E on
+    // another device (the host route): no proxy_arp, which would answer for every routed
+    // address. Without proxy_delay=0 each answer waits up to 0.8 s.
+    s.push_back({"net/ipv4/neigh/" + up + "/proxy_delay", "0"});
+    // IPv6 proxy entries answer only with proxy_ndp on the uplink.
+    s.push_back({"net/ipv6/conf/" + up + "/proxy_ndp", "1"});
+    s.push_back({"net/ipv6/neigh/" + up + "/proxy_delay", "0"});
   }
 
   void policies() {

@@ -84,6 +84,7 @@ std::string KernelState::toString() const {
   appendAll(out, "route", routes);
   appendAll(out, "neigh", neighbours);
   appendAll(out, "fdb", fdb);
+  appendAll(out, "sysctl", sysctls);
   out += nft.toString();
   return out;
 }

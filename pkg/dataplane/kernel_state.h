@@ -2,8 +2,9 @@
 //
 // The kernel state egw-agent owns on a node, as values: its links (the VXLAN tunnel and the
 // device egress-IP host routes point at), their addresses, its policy-routing rules, routes,
-// neighbours (tunnel peers and proxy ARP/NDP entries), the tunnel's FDB, and its nftables table.
-// desired_state.h computes one; netlink_state.h reads the actual one back and applies the
+// neighbours (tunnel peers and proxy ARP/NDP entries), the tunnel's FDB, the sysctls it needs,
+// and its nftables table. desired_state.h computes one; the appliers (routing_applier.h,
+// link_applier.h, sysctl_applier.h, nft_applier.h) read the actual one back and apply the
 // difference. Every item prints as one canonical line (toString), and identifies the kernel
 // object it is (key: what the kernel replaces in place); equal lines mean equal kernel objects,
 // so a diff is a set difference of lines.
@@ -102,6 +103,15 @@ struct FdbEntry {
   std::string toString() const;
 };
 
+// A kernel parameter under /proc/sys (slash-separated, so interface names may contain dots).
+struct Sysctl {
+  std::string path;  // "net/ipv4/conf/egw0/rp_filter"
+  std::string value;
+
+  std::string key() const { return path; }
+  std::string toString() const { return path + " = " + value; }
+};
+
 struct KernelState {
   std::vector<Link> links;
   std::vector<LinkAddress> addresses;
@@ -109,6 +119,7 @@ struct KernelState {
   std::vector<Route> routes;
   std::vector<Neighbour> neighbours;
   std::vector<FdbEntry> fdb;
+  std::vector<Sysctl> sysctls;
   NftTable nft;
 
   // Every item, one line each, in a fixed order: equal states print equal.

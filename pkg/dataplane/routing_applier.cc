@@ -1,17 +1,12 @@
 #include "pkg/dataplane/routing_applier.h"
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <set>
 #include <vector>
 
-#include <arpa/inet.h>
 #include <libmnl/libmnl.h>
 #include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
-#include <sys/socket.h>
 
 namespace egress::dataplane {
 namespace {
@@ -19,59 +14,10 @@ namespace {
 using ipam::Address;
 using ipam::Family;
 
-int afOf(Family f) {
-  return f == Family::kIPv4 ? AF_INET : AF_INET6;
-}
-
-void putAddress(nlmsghdr* nlh, uint16_t type, const Address& a) {
-  if (a.family == Family::kIPv4) {
-    uint32_t v = htonl(static_cast<uint32_t>(a.value));
-    mnl_attr_put(nlh, type, sizeof v, &v);
-    return;
-  }
-  uint8_t b[16];
-  for (int i = 0; i < 16; ++i) {
-    b[i] = static_cast<uint8_t>(a.value >> (8 * (15 - i)));
-  }
-  mnl_attr_put(nlh, type, sizeof b, b);
-}
-
-std::optional<Address> getAddress(const nlattr* attr, Family f) {
-  if (attr == nullptr) {
-    return std::nullopt;
-  }
-  const auto* b = static_cast<const uint8_t*>(mnl_attr_get_payload(attr));
-  const size_t len = mnl_attr_get_payload_len(attr);
-  if (len != (f == Family::kIPv4 ? 4U : 16U)) {
-    return std::nullopt;
-  }
-  Address a{f, 0};
-  for (size_t i = 0; i < len; ++i) {
-    a.value = (a.value << 8) | b[i];
-  }
-  return a;
-}
-
-// Collects the attributes of one message by type (attributes past `max` are ignored).
-struct Attrs {
-  std::vector<const nlattr*> tb;
-  explicit Attrs(size_t max) : tb(max + 1, nullptr) {}
-  const nlattr* operator[](size_t t) const { return t < tb.size() ? tb[t] : nullptr; }
-};
-
-int collect(const nlattr* attr, void* data) {
-  auto* a = static_cast<Attrs*>(data);
-  auto type = static_cast<size_t>(mnl_attr_get_type(attr));
-  if (type < a->tb.size()) {
-    a->tb[type] = attr;
-  }
-  return MNL_CB_OK;
-}
-
 int ruleCallback(const nlmsghdr* nlh, void* data) {
   const auto* frh = static_cast<const fib_rule_hdr*>(mnl_nlmsg_get_payload(nlh));
   Attrs a(FRA_MAX);
-  mnl_attr_parse(nlh, sizeof *frh, collect, &a);
+  mnl_attr_parse(nlh, sizeof *frh, collectAttr, &a);
   if (a[FRA_PROTOCOL] == nullptr || mnl_attr_get_u8(a[FRA_PROTOCOL]) != kRouteProtocol) {
     return MNL_CB_OK;
   }
@@ -94,7 +40,7 @@ int routeCallback(const nlmsghdr* nlh, void* data) {
     return MNL_CB_OK;
   }
   Attrs a(RTA_MAX);
-  mnl_attr_parse(nlh, sizeof *rtm, collect, &a);
+  mnl_attr_parse(nlh, sizeof *rtm, collectAttr, &a);
   const Family f = rtm->rtm_family == AF_INET ? Family::kIPv4 : Family::kIPv6;
   Route r;
   r.table = a[RTA_TABLE] != nullptr ? mnl_attr_get_u32(a[RTA_TABLE]) : rtm->rtm_table;
@@ -102,10 +48,7 @@ int routeCallback(const nlmsghdr* nlh, void* data) {
   r.dst = ipam::Prefix{getAddress(a[RTA_DST], f).value_or(Address{f, 0}), rtm->rtm_dst_len};
   r.gateway = getAddress(a[RTA_GATEWAY], f);
   if (r.type == Route::Type::kUnicast && a[RTA_OIF] != nullptr) {
-    char name[IF_NAMESIZE];
-    if (if_indextoname(mnl_attr_get_u32(a[RTA_OIF]), name) != nullptr) {
-      r.dev = name;
-    }
+    r.dev = interfaceName(mnl_attr_get_u32(a[RTA_OIF]));
   }
   r.onlink = (rtm->rtm_flags & RTNH_F_ONLINK) != 0;
   r.metric = a[RTA_PRIORITY] != nullptr ? mnl_attr_get_u32(a[RTA_PRIORITY]) : 0;
@@ -113,56 +56,7 @@ int routeCallback(const nlmsghdr* nlh, void* data) {
   return MNL_CB_OK;
 }
 
-template <typename T>
-std::set<std::string> linesOf(const std::vector<T>& items) {
-  std::set<std::string> out;
-  for (const auto& i : items) {
-    out.insert(i.toString());
-  }
-  return out;
-}
-
 }  // namespace
-
-RoutingApplier::RoutingApplier() {
-  nl_ = mnl_socket_open(NETLINK_ROUTE);
-  if (nl_ == nullptr || mnl_socket_bind(nl_, 0, MNL_SOCKET_AUTOPID) < 0) {
-    openError_ = std::string("rtnetlink: ") + std::strerror(errno);
-    return;
-  }
-  portid_ = mnl_socket_get_portid(nl_);
-}
-
-RoutingApplier::~RoutingApplier() {
-  if (nl_ != nullptr) {
-    mnl_socket_close(nl_);
-  }
-}
-
-Result<Ok, std::string> RoutingApplier::request(nlmsghdr* nlh, int (*cb)(const nlmsghdr*, void*),
-                                                void* data) {
-  if (!openError_.empty()) {
-    return unexpected(openError_);
-  }
-  nlh->nlmsg_seq = ++seq_;
-  if (mnl_socket_sendto(nl_, nlh, nlh->nlmsg_len) < 0) {
-    return unexpected(std::string("rtnetlink send: ") + std::strerror(errno));
-  }
-  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE * 4);
-  for (;;) {
-    ssize_t n = mnl_socket_recvfrom(nl_, buf.data(), buf.size());
-    if (n < 0) {
-      return unexpected(std::string("rtnetlink recv: ") + std::strerror(errno));
-    }
-    int ret = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq_, portid_, cb, data);
-    if (ret == MNL_CB_ERROR) {
-      return unexpected(std::string("rtnetlink: ") + std::strerror(errno));
-    }
-    if (ret == MNL_CB_STOP) {
-      return Ok{};
-    }
-  }
-}
 
 Result<std::vector<Rule>, std::string> RoutingApplier::readRules() {
   std::vector<Rule> out;
@@ -172,8 +66,8 @@ Result<std::vector<Rule>, std::string> RoutingApplier::readRules() {
     nlh->nlmsg_type = RTM_GETRULE;
     nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
     auto* frh = static_cast<fib_rule_hdr*>(mnl_nlmsg_put_extra_header(nlh, sizeof(fib_rule_hdr)));
-    frh->family = static_cast<uint8_t>(afOf(f));
-    auto r = request(nlh, ruleCallback, &out);
+    frh->family = static_cast<uint8_t>(addressFamily(f));
+    auto r = nl_.request(nlh, ruleCallback, &out);
     if (!r) {
       return unexpected(r.error());
     }
@@ -189,8 +83,8 @@ Result<std::vector<Route>, std::string> RoutingApplier::readRoutes() {
     nlh->nlmsg_type = RTM_GETROUTE;
     nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
     auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
-    rtm->rtm_family = static_cast<uint8_t>(afOf(f));
-    auto r = request(nlh, routeCallback, &out);
+    rtm->rtm_family = static_cast<uint8_t>(addressFamily(f));
+    auto r = nl_.request(nlh, routeCallback, &out);
     if (!r) {
       return unexpected(r.error());
     }
@@ -204,7 +98,7 @@ Result<Ok, std::string> RoutingApplier::changeRule(const Rule& rule, bool add) {
   nlh->nlmsg_type = add ? RTM_NEWRULE : RTM_DELRULE;
   nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | (add ? unsigned{NLM_F_CREATE | NLM_F_EXCL} : 0U);
   auto* frh = static_cast<fib_rule_hdr*>(mnl_nlmsg_put_extra_header(nlh, sizeof(fib_rule_hdr)));
-  frh->family = static_cast<uint8_t>(afOf(rule.family));
+  frh->family = static_cast<uint8_t>(addressFamily(rule.family));
   frh->action = FR_ACT_TO_TBL;
   frh->table = rule.table < 256 ? static_cast<uint8_t>(rule.table) : uint8_t{RT_TABLE_UNSPEC};
   mnl_attr_put_u32(nlh, FRA_PRIORITY, rule.priority);
@@ -212,7 +106,7 @@ Result<Ok, std::string> RoutingApplier::changeRule(const Rule& rule, bool add) {
   mnl_attr_put_u32(nlh, FRA_FWMASK, rule.mask);
   mnl_attr_put_u32(nlh, FRA_TABLE, rule.table);
   mnl_attr_put_u8(nlh, FRA_PROTOCOL, kRouteProtocol);
-  auto r = request(nlh, nullptr, nullptr);
+  auto r = nl_.request(nlh, nullptr, nullptr);
   if (!r) {
     return unexpected((add ? "add rule " : "delete rule ") + rule.toString() + ": " + r.error());
   }
@@ -228,7 +122,7 @@ Result<Ok, std::string> RoutingApplier::changeRoute(const Route& route, bool add
       NLM_F_REQUEST | NLM_F_ACK | (add ? unsigned{NLM_F_CREATE | NLM_F_REPLACE} : 0U);
   auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
   const bool unreachable = route.type == Route::Type::kUnreachable;
-  rtm->rtm_family = static_cast<uint8_t>(afOf(route.family()));
+  rtm->rtm_family = static_cast<uint8_t>(addressFamily(route.family()));
   rtm->rtm_dst_len = static_cast<uint8_t>(route.dst.bits);
   rtm->rtm_table = route.table < 256 ? static_cast<uint8_t>(route.table) : uint8_t{RT_TABLE_UNSPEC};
   rtm->rtm_protocol = kRouteProtocol;
@@ -251,7 +145,7 @@ Result<Ok, std::string> RoutingApplier::changeRoute(const Route& route, bool add
     mnl_attr_put_u32(nlh, RTA_OIF, idx);
   }
   mnl_attr_put_u32(nlh, RTA_PRIORITY, route.metric);
-  auto r = request(nlh, nullptr, nullptr);
+  auto r = nl_.request(nlh, nullptr, nullptr);
   if (!r) {
     return unexpected((add ? "add route " : "delete route ") + route.toString() + ": " + r.error());
   }

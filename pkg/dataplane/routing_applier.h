@@ -4,7 +4,7 @@
 // without flushing anything: everything it adds carries kRouteProtocol (rtm_protocol,
 // FRA_PROTOCOL), it reads back only what carries it, and applies the difference, so routes and
 // rules of anyone else are never touched and an agent that restarts finds its own state and
-// changes nothing. Links, neighbours and the FDB are not this class's (they follow).
+// changes nothing. Links, addresses, neighbours and the FDB are link_applier.h's.
 #pragma once
 
 #include <cstdint>
@@ -12,22 +12,12 @@
 
 #include "pkg/base/result.h"
 #include "pkg/dataplane/kernel_state.h"
-
-struct mnl_socket;
-struct nlmsghdr;
+#include "pkg/dataplane/rtnetlink.h"
 
 namespace egress::dataplane {
 
-// Unassigned in iproute2's rt_protos (kernel 0-4, routing daemons 8-192).
-inline constexpr uint8_t kRouteProtocol = 240;
-
 class RoutingApplier {
  public:
-  RoutingApplier();
-  ~RoutingApplier();
-  RoutingApplier(const RoutingApplier&) = delete;
-  RoutingApplier& operator=(const RoutingApplier&) = delete;
-
   // The number of netlink changes made (0: the kernel already had exactly this).
   Result<int, std::string> apply(const std::vector<Rule>& rules, const std::vector<Route>& routes);
   // Removes every rule and route egw owns.
@@ -37,15 +27,10 @@ class RoutingApplier {
   Result<std::vector<Route>, std::string> readRoutes();
 
  private:
-  // Sends one request and runs `cb` on every reply message until the dump's end or the ack.
-  Result<Ok, std::string> request(nlmsghdr* nlh, int (*cb)(const nlmsghdr*, void*), void* data);
   Result<Ok, std::string> changeRule(const Rule& rule, bool add);
   Result<Ok, std::string> changeRoute(const Route& route, bool add);
 
-  mnl_socket* nl_ = nullptr;
-  uint32_t portid_ = 0;
-  uint32_t seq_ = 0;
-  std::string openError_;
+  Rtnetlink nl_;
 };
 
 }  // namespace egress::dataplane

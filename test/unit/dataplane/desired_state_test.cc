@@ -411,3 +411,25 @@ TEST(NftJson, HolderSnatsToTheEgressIPAndTheDigestFollowsTheContent) {
 
 }  // namespace
 }  // namespace egress::dataplane
+
+namespace egress::dataplane {
+namespace {
+
+TEST(DesiredState, EveryNodeAsksForForwardingLooseTunnelRpFilterAndTheUplinksProxyParameters) {
+  for (const char* node : {"n1", "n3"}) {
+    auto s = lines(compute(topology(node)).kernel.sysctls);
+    EXPECT_THAT(s, Contains("net/ipv4/ip_forward = 1"));
+    EXPECT_THAT(s, Contains("net/ipv6/conf/all/forwarding = 1"));
+    EXPECT_THAT(s, Contains("net/ipv4/conf/egw0/rp_filter = 2"));
+    EXPECT_THAT(s, Contains("net/ipv4/neigh/eth0/proxy_delay = 0"));
+    EXPECT_THAT(s, Contains("net/ipv6/conf/eth0/proxy_ndp = 1"));
+    EXPECT_THAT(s, Contains("net/ipv6/neigh/eth0/proxy_delay = 0"));
+    // proxy_arp would answer for every address the node routes, not only the held ones.
+    for (const auto& line : s) {
+      EXPECT_THAT(line, Not(HasSubstr("proxy_arp"))) << node;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace egress::dataplane

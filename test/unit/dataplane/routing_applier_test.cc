@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "pkg/dataplane/desired_state.h"
-#include "test/unit/dataplane/topology.h"
+#include "test/unit/dataplane/kernel_test_util.h"
 
 namespace egress::dataplane {
 namespace {
@@ -17,26 +17,11 @@ namespace {
 using ::testing::Contains;
 using ::testing::IsEmpty;
 
-void sh(const std::string& cmd) {
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-}
+using testing::sh;
+using testing::sorted;
 
 DesiredState desired(const std::string& self) {
-  DataplaneConfig c;
-  c.uplink = "eth0";
-  auto s = computeDesiredState(testing::dualStackTopology(self), c);
-  EXPECT_TRUE(s.ok());
-  return s.ok() ? *s : DesiredState{};
-}
-
-template <typename T>
-std::vector<std::string> sorted(const std::vector<T>& items) {
-  std::vector<std::string> out;
-  for (const auto& i : items) {
-    out.push_back(i.toString());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  return testing::desiredOf(testing::dualStackTopology(self));
 }
 
 class RoutingApplierTest : public ::testing::Test {
