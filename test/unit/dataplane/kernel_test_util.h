@@ -40,9 +40,11 @@ inline std::string output(const std::string& cmd) {
 
 // A link's field as `ip -o link` prints it ("mtu", "link/ether", ...). Not /sys/class/net: the
 // sysfs mounted there shows the host's namespace, not this one.
-inline std::string linkField(const std::string& dev, const std::string& field) {
-  auto out = output("ip -o link show dev " + dev + " | tr ' ' '\\n' | grep -A1 -x '" + field +
-                    "' | tail -1");
+// In network namespace `ns` when it is given.
+inline std::string linkField(const std::string& dev, const std::string& field,
+                             const std::string& ns = "") {
+  auto out = output("ip " + (ns.empty() ? std::string() : "-n " + ns + " ") + "-o link show dev " +
+                    dev + " | tr ' ' '\\n' | grep -A1 -x '" + field + "' | tail -1");
   while (!out.empty() && out.back() == '\n') {
     out.pop_back();
   }
