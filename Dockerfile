@@ -31,18 +31,18 @@ ARG DEBIAN_SECURITY_ARCHIVE=
 COPY hack/image/apt-install.sh /image/
 RUN /image/apt-install.sh cmake ninja-build ccache g++ make pkg-config \
       libboost1.81-dev libssl-dev rapidjson-dev libyaml-cpp-dev prometheus-cpp-dev \
-      libspdlog-dev libfmt-dev zlib1g-dev
+      libspdlog-dev libfmt-dev zlib1g-dev libnftables-dev libmnl-dev
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY cmd ./cmd
 COPY pkg ./pkg
 
 # --- compiled: the programs from source, and the runtime packages their libraries come from.
-# The data-plane agent joins the operator here: add egw-agent to TARGETS (cmd/egw-agent/).
+# The data-plane agent (cmd/egw-agent) ships in the same image: the DaemonSet runs it by path.
 # RelWithDebInfo (then stripped) is what every test builds and runs; -O3 (Release) also trips
 # g++ 12's false -Wrestrict in std::string's operator+ (GCC PR 105329) under -Werror.
 FROM build AS compiled
-ARG TARGETS="egress-operator"
+ARG TARGETS="egress-operator egw-agent"
 ARG CCACHE_DIR=
 COPY hack/image/runtime-packages.sh /image/
 RUN if [ -z "$CCACHE_DIR" ] || [ ! -d "$CCACHE_DIR" ]; then \

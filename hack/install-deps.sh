@@ -8,6 +8,10 @@ packages=(
   cmake ninja-build ccache g++ make pkg-config
   libboost1.81-dev libssl-dev rapidjson-dev libyaml-cpp-dev prometheus-cpp-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev zlib1g-dev
+  # the data plane (egw-agent): nftables through libnftables, rtnetlink through libmnl
+  libnftables-dev libmnl-dev
+  # the data plane's netns tests set up their devices with ip(8)
+  iproute2
   # lint, fuzz
   clang clang-format clang-format-14 clang-tidy libclang-rt-14-dev
   # the test control plane: etcd, and Go to build kube-* from Debian's source package

@@ -115,6 +115,10 @@ for flag in --leader-elect --metrics-bind-address --kubeconfig --version; do
   expect "--help lists $flag" grep -q -- "$flag" <<<"$out"
 done
 
+out=$(as_nonroot /usr/local/bin/egw-agent --version 2>&1) || fail "egw-agent --version exited $?: $out"
+expect "egw-agent --version prints \"egw-agent $version\" (printed \"$out\")" \
+  [ "$out" = "egw-agent $version" ]
+
 found=$(compilers_in "$root" | tr '\n' ' ')
 expect "no compiler in the image (found: ${found:-none})" [ -z "$found" ]
 found=$(dev_packages_in "$root" | tr '\n' ' ')

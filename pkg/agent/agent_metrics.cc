@@ -1,0 +1,51 @@
+#include "pkg/agent/agent_metrics.h"
+
+namespace egress::agent {
+namespace {
+
+prometheus::Gauge* gauge(prometheus::Registry& r, const char* name, const char* help) {
+  return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+
+prometheus::Counter* counter(prometheus::Registry& r, const char* name, const char* help) {
+  return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+}
+
+}  // namespace
+
+AgentMetrics::AgentMetrics(prometheus::Registry& r)
+    : policies_(gauge(r, "egw_agent_programmed_policies",
+                      "Policies whose rules this node's kernel has, as of the last sync.")),
+      held_(gauge(r, "egw_agent_held_egress_ips",
+                  "Egress IPs this node holds (SNAT, proxy ARP/NDP, host route).")),
+      syncErrors_(counter(r, "egw_agent_sync_errors_total",
+                          "Syncs that failed to compute or apply the desired kernel state.")),
+      lastSync_(gauge(r, "egw_agent_last_successful_sync_timestamp_seconds",
+                      "Unix time of the last sync that left the kernel as desired.")),
+      changes_(counter(r, "egw_agent_kernel_changes_total",
+                       "Kernel objects added, changed or removed by syncs (0 per sync at rest).")),
+      garps_(counter(r, "egw_agent_garps_sent_total",
+                     "Gratuitous ARP and unsolicited neighbour advertisement packets sent.")),
+      fenced_(gauge(r, "egw_agent_fenced",
+                    "1 while this agent's own Lease is stale and it holds nothing.")) {}
+
+void AgentMetrics::syncSucceeded(int policies, int heldIPs, double unixSeconds, int changes) {
+  policies_->Set(policies);
+  held_->Set(heldIPs);
+  lastSync_->Set(unixSeconds);
+  changes_->Increment(changes);
+}
+
+void AgentMetrics::syncFailed() {
+  syncErrors_->Increment();
+}
+
+void AgentMetrics::announced(int packets) {
+  garps_->Increment(packets);
+}
+
+void AgentMetrics::setFenced(bool fenced) {
+  fenced_->Set(fenced ? 1 : 0);
+}
+
+}  // namespace egress::agent

@@ -1,0 +1,415 @@
+#include "pkg/dataplane/desired_state.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <set>
+
+#include <openssl/sha.h>
+
+#include "pkg/dataplane/rendezvous.h"
+
+namespace egress::dataplane {
+namespace {
+
+using ipam::Address;
+using ipam::Family;
+using ipam::Prefix;
+
+constexpr size_t idx(Family f) {
+  return static_cast<size_t>(f);
+}
+
+Prefix defaultPrefix(Family f) {
+  return Prefix{Address{f, 0}, 0};
+}
+Prefix hostPrefix(const Address& a) {
+  return Prefix{a, ipam::familyBits(a.family)};
+}
+uint32_t metricOf(Family f) {
+  return f == Family::kIPv6 ? kIPv6DefaultMetric : 0;
+}
+
+// The prefixes no other one contains, sorted: nftables refuses overlapping elements in one
+// interval set (CIDRs never overlap partially: one contains the other or they are disjoint).
+std::vector<Prefix> outermost(std::vector<Prefix> list) {
+  std::sort(list.begin(), list.end(), [](const Prefix& a, const Prefix& b) {
+    return a.address < b.address || (a.address == b.address && a.bits < b.bits);
+  });
+  std::vector<Prefix> out;
+  for (const auto& p : list) {
+    if (out.empty() || p.first() > out.back().last()) {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+template <typename T>
+void sortUnique(std::vector<T>& v) {
+  std::sort(v.begin(), v.end(), [](const T& a, const T& b) { return a.toString() < b.toString(); });
+  v.erase(std::unique(v.begin(), v.end(),
+                      [](const T& a, const T& b) { return a.toString() == b.toString(); }),
+          v.end());
+}
+
+struct Peer {
+  Address underlay;
+  Mac mac;
+  std::optional<Address> ipv4;
+};
+
+class Computer {
+ public:
+  Computer(const ClusterView& view, const DataplaneConfig& config) : view_(view), config_(config) {}
+
+  Result<DesiredState, std::string> run() {
+    const NodeView* self = nullptr;
+    for (const auto& n : view_.nodes) {
+      if (n.name == view_.self) {
+        self = &n;
+      }
+    }
+    if (self == nullptr) {
+      return "node " + view_.self + " is not in the cache";
+    }
+    if (!self->ipv4 && !self->ipv6) {
+      return "node " + view_.self + " has no InternalIP";
+    }
+    underlayFamily_ = self->ipv4 ? Family::kIPv4 : Family::kIPv6;
+    for (const auto& n : view_.nodes) {
+      auto ul = underlayFamily_ == Family::kIPv4 ? n.ipv4 : n.ipv6;
+      if (ul) {
+        peers_[n.name] = Peer{*ul, tunnelMac(*ul), n.ipv4};
+      }
+    }
+    liveNodes();
+    assignMarks();
+    findHolders();
+    tunnel(*self);
+    policies();
+    routing();
+    readiness();
+    auto& k = out_.kernel;
+    sortUnique(k.links);
+    sortUnique(k.addresses);
+    sortUnique(k.rules);
+    sortUnique(k.routes);
+    sortUnique(k.neighbours);
+    sortUnique(k.fdb);
+    sortUnique(k.sysctls);
+    return std::move(out_);
+  }
+
+ private:
+  void liveNodes() {
+    for (const auto& l : view_.leases) {
+      if (l.freshAt(view_.now)) {
+        live_.insert(l.node);
+      }
+    }
+  }
+
+  void assignMarks() {
+    const uint32_t shift = static_cast<uint32_t>(std::countr_zero(config_.markMask));
+    const uint32_t maxIndex = config_.markMask >> shift;
+    replyMark_ = markValue(config_.markMask, maxIndex);
+    refuseMark_ = markValue(config_.markMask, maxIndex - 1);
+    std::map<Address, std::string> owner;
+    for (const auto& p : view_.policies) {
+      for (const auto& e : p.egressIPs) {
+        auto [it, inserted] = owner.emplace(e, p.key);
+        if (!inserted && it->second != p.key) {
+          out_.problems.push_back("egress IP " + e.toString() + " is in " + it->second + " and " +
+                                  p.key + ": " + p.key + "'s is ignored");
+        }
+      }
+    }
+    uint32_t next = 1;
+    for (const auto& [e, key] : owner) {
+      if (next + 1 >= maxIndex) {
+        out_.problems.push_back("egress IP " + e.toString() + " of " + key +
+                                ": no mark left in the mask");
+        continue;
+      }
+      marks_[e] = markValue(config_.markMask, next++);
+      owner_[e] = key;
+    }
+  }
+
+  void findHolders() {
+    // Per egress IP, the best live candidate: Ready first, then the lowest pod key, so every
+    // agent picks the same one while the operator moves an annotation.
+    std::map<Address, const GatewayPodView*> best;
+    for (const auto& g : view_.gateways) {
+      if (g.terminating || !live_.contains(g.node)) {
+        continue;
+      }
+      for (const auto& e : g.egressIPs) {
+        if (!marks_.contains(e)) {
+          continue;
+        }
+        auto& b = best[e];
+        if (b == nullptr || (g.ready && !b->ready) || (g.ready == b->ready && g.key < b->key)) {
+          b = &g;
+        }
+      }
+    }
+    for (const auto& [e, g] : best) {
+      holder_[e] = g->node;
+    }
+  }
+
+  bool heldHere(const Address& e) const {
+    auto it = holder_.find(e);
+    return it != holder_.end() && it->second == view_.self && live_.contains(view_.self);
+  }
+
+  // The next hop in the tunnel towards `node` for `family`, if the node is a known peer.
+  std::optional<Address> nextHop(const std::string& node, Family family) const {
+    auto it = peers_.find(node);
+    if (it == peers_.end() || node == view_.self) {
+      return std::nullopt;
+    }
+    if (family == Family::kIPv6) {
+      return linkLocal(it->second.mac);
+    }
+    return it->second.ipv4;
+  }
+
+  void tunnel(const NodeView& self) {
+    auto& k = out_.kernel;
+    const auto& me = peers_.at(self.name);
+    Link vx;
+    vx.name = config_.tunnelDevice;
+    vx.kind = Link::Kind::kVxlan;
+    vx.mac = me.mac;
+    vx.mtu = config_.uplinkMtu - (underlayFamily_ == Family::kIPv4 ? 50 : 70);
+    vx.vni = config_.vni;
+    vx.port = config_.port;
+    vx.local = me.underlay;
+    vx.underlay = config_.uplink;
+    k.links.push_back(vx);
+    Link eip;
+    eip.name = config_.egressIPDevice;
+    eip.kind = Link::Kind::kIfb;
+    eip.mtu = 1500;
+    k.links.push_back(eip);
+    k.addresses.push_back({config_.tunnelDevice, hostPrefix(*ipam::parseAddress(kTunnelAddress))});
+    for (const auto& [name, p] : peers_) {
+      if (name == view_.self) {
+        continue;
+      }
+      k.fdb.push_back({config_.tunnelDevice, p.mac, p.underlay});
+      k.neighbours.push_back({config_.tunnelDevice, linkLocal(p.mac), false, p.mac});
+      if (p.ipv4) {
+        k.neighbours.push_back({config_.tunnelDevice, *p.ipv4, false, p.mac});
+      }
+    }
+    sysctls();
+  }
+
+  // What the design needs of the kernel's parameters, on every node (a node becomes a source or
+  // a holder with the next policy; sysctls are the init container's and need no re-apply then).
+  void sysctls() {
+    auto& s = out_.kernel.sysctls;
+    const std::string& up = config_.uplink;
+    // Sources route marked pod traffic into the tunnel; holders forward it out of the uplink.
+    s.push_back({"net/ipv4/ip_forward", "1"});
+    s.push_back({"net/ipv6/conf/all/forwarding", "1"});
+    // Decapsulated packets come from peers' tunnel addresses the main table routes elsewhere:
+    // loose mode on the tunnel only (the effective value is the max of all and the device).
+    s.push_back({"net/ipv4/conf/" + config_.tunnelDevice + "/rp_filter", "2"});
+    // A proxy neighbour entry answers ARP only with forwarding on (above) and a route for E on
+    // another device (the host route): no proxy_arp, which would answer for every routed
+    // address. Without proxy_delay=0 each answer waits up to 0.8 s.
+    s.push_back({"net/ipv4/neigh/" + up + "/proxy_delay", "0"});
+    // IPv6 proxy entries answer only with proxy_ndp on the uplink.
+    s.push_back({"net/ipv6/conf/" + up + "/proxy_ndp", "1"});
+    s.push_back({"net/ipv6/neigh/" + up + "/proxy_delay", "0"});
+  }
+
+  void policies() {
+    auto& t = out_.kernel.nft;
+    t.name = config_.nftTable;
+    t.tunnel = config_.tunnelDevice;
+    t.markMask = config_.markMask;
+    t.replyMark = replyMark_;
+    t.refuseMark = refuseMark_;
+    t.symmetricReply = config_.symmetricReply;
+    for (const auto& [e, mark] : marks_) {
+      t.egressIPs.push_back({e, mark, heldHere(e)});
+    }
+    std::vector<const PolicyView*> sorted;
+    for (const auto& p : view_.policies) {
+      sorted.push_back(&p);
+    }
+    std::sort(sorted.begin(), sorted.end(),
+              [](const PolicyView* a, const PolicyView* b) { return a->key < b->key; });
+    for (const PolicyView* p : sorted) {
+      NftPolicy np;
+      np.key = p->key;
+      for (const auto& d : p->destinations) {
+        np.destinations[idx(d.address.family)].push_back(d);
+      }
+      for (const auto& d : p->excluded) {
+        np.excluded[idx(d.address.family)].push_back(d);
+      }
+      std::vector<Address> candidates;
+      for (const auto& e : p->egressIPs) {
+        auto it = owner_.find(e);
+        if (it != owner_.end() && it->second == p->key) {
+          candidates.push_back(e);
+        }
+      }
+      std::set<Address> seen;
+      for (const auto& s : p->sources) {
+        if (!seen.insert(s.ip).second) {
+          continue;
+        }
+        auto pick = pickEgressIP(s.ip, candidates);
+        // No egress IP of the pod's family: refused, never sent with the node's address.
+        uint32_t mark = pick ? marks_.at(*pick) : refuseMark_;
+        np.picks[idx(s.ip.family)].push_back({s.ip, mark});
+        if (pick && heldHere(*pick)) {
+          replySources_.push_back(s);
+        }
+      }
+      for (auto& v : np.picks) {
+        std::sort(v.begin(), v.end(),
+                  [](const NftPick& a, const NftPick& b) { return a.source < b.source; });
+      }
+      for (auto* v : {&np.destinations, &np.excluded}) {
+        for (auto& list : *v) {
+          list = outermost(std::move(list));
+        }
+      }
+      t.policies.push_back(std::move(np));
+    }
+  }
+
+  void routing() {
+    auto& k = out_.kernel;
+    auto table = [&](uint32_t mark) {
+      return config_.tableBase + (mark >> std::countr_zero(config_.markMask));
+    };
+    auto unreachable = [&](uint32_t tbl, Family f) {
+      Route r;
+      r.table = tbl;
+      r.type = Route::Type::kUnreachable;
+      r.dst = defaultPrefix(f);
+      r.metric = kUnreachableMetric;
+      k.routes.push_back(r);
+    };
+    auto rule = [&](Family f, uint32_t mark, uint32_t tbl) {
+      k.rules.push_back({f, config_.rulePriority, mark, config_.markMask, tbl});
+    };
+    for (auto f : {Family::kIPv4, Family::kIPv6}) {
+      rule(f, refuseMark_, table(refuseMark_));
+      unreachable(table(refuseMark_), f);
+    }
+    for (const auto& [e, mark] : marks_) {
+      if (heldHere(e)) {
+        out_.held.push_back(e);
+        Route host;
+        host.dst = hostPrefix(e);
+        host.dev = config_.egressIPDevice;
+        host.metric = metricOf(e.family);
+        k.routes.push_back(host);
+        k.neighbours.push_back({config_.uplink, e, true, Mac{}});
+        continue;
+      }
+      rule(e.family, mark, table(mark));
+      unreachable(table(mark), e.family);
+      auto h = holder_.find(e);
+      if (h == holder_.end()) {
+        continue;
+      }
+      if (auto nh = nextHop(h->second, e.family)) {
+        Route via;
+        via.table = table(mark);
+        via.dst = defaultPrefix(e.family);
+        via.gateway = *nh;
+        via.dev = config_.tunnelDevice;
+        via.onlink = true;
+        via.metric = metricOf(e.family);
+        k.routes.push_back(via);
+      }
+    }
+    if (!config_.symmetricReply || out_.held.empty()) {
+      return;
+    }
+    for (auto f : {Family::kIPv4, Family::kIPv6}) {
+      rule(f, replyMark_, config_.tableBase);
+    }
+    for (const auto& s : replySources_) {
+      if (auto nh = nextHop(s.node, s.ip.family)) {
+        Route r;
+        r.table = config_.tableBase;
+        r.dst = hostPrefix(s.ip);
+        r.gateway = *nh;
+        r.dev = config_.tunnelDevice;
+        r.onlink = true;
+        r.metric = metricOf(s.ip.family);
+        k.routes.push_back(r);
+      }
+    }
+  }
+
+  void readiness() {
+    for (const auto& g : view_.gateways) {
+      if (g.node != view_.self || g.terminating || g.egressIPs.empty()) {
+        continue;
+      }
+      if (std::all_of(g.egressIPs.begin(), g.egressIPs.end(),
+                      [&](const Address& e) { return heldHere(e); })) {
+        out_.readyPods.push_back(g.key);
+      }
+    }
+    std::sort(out_.readyPods.begin(), out_.readyPods.end());
+  }
+
+  const ClusterView& view_;
+  const DataplaneConfig& config_;
+  DesiredState out_;
+  Family underlayFamily_ = Family::kIPv4;
+  std::map<std::string, Peer> peers_;
+  std::set<std::string> live_;
+  std::map<Address, uint32_t> marks_;
+  std::map<Address, std::string> owner_;
+  std::map<Address, std::string> holder_;
+  std::vector<SourceView> replySources_;
+  uint32_t replyMark_ = 0;
+  uint32_t refuseMark_ = 0;
+};
+
+}  // namespace
+
+Result<DesiredState, std::string> computeDesiredState(const ClusterView& view,
+                                                      const DataplaneConfig& config) {
+  return Computer(view, config).run();
+}
+
+Mac tunnelMac(const ipam::Address& underlayIP) {
+  const std::string text = underlayIP.toString();
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  return Mac{0x02, digest[0], digest[1], digest[2], digest[3], digest[4]};
+}
+
+ipam::Address linkLocal(const Mac& mac) {
+  ipam::Uint128 v = ipam::Uint128{0xfe80} << 112;
+  const uint8_t eui[8] = {
+      static_cast<uint8_t>(mac[0] ^ 0x02), mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
+  ipam::Uint128 iid = 0;
+  for (uint8_t b : eui) {
+    iid = (iid << 8) | b;
+  }
+  return ipam::Address{ipam::Family::kIPv6, v | iid};
+}
+
+uint32_t markValue(uint32_t mask, uint32_t index) {
+  return index << static_cast<uint32_t>(std::countr_zero(mask));
+}
+
+}  // namespace egress::dataplane

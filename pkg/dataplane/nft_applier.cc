@@ -1,0 +1,82 @@
+#include "pkg/dataplane/nft_applier.h"
+
+#include <rapidjson/document.h>
+
+#include <nftables/libnftables.h>
+
+namespace egress::dataplane {
+
+NftApplier::NftApplier() : ctx_(nft_ctx_new(NFT_CTX_DEFAULT)) {
+  nft_ctx_buffer_output(ctx_);
+  nft_ctx_buffer_error(ctx_);
+  nft_ctx_output_set_flags(ctx_, NFT_CTX_OUTPUT_JSON);
+}
+
+NftApplier::~NftApplier() {
+  nft_ctx_free(ctx_);
+}
+
+Result<std::string, std::string> NftApplier::run(const std::string& commands) {
+  int rc = nft_run_cmd_from_buffer(ctx_, commands.c_str());
+  std::string out = nft_ctx_get_output_buffer(ctx_);
+  std::string err = nft_ctx_get_error_buffer(ctx_);
+  if (rc != 0) {
+    // Result<string, string>: only unexpected() makes an error of a string.
+    return unexpected("nft: " + (err.empty() ? std::string("failed") : err));
+  }
+  return out;
+}
+
+Result<std::string, std::string> NftApplier::list(const std::string& tableName) {
+  return run("list table inet " + tableName);
+}
+
+std::optional<std::string> NftApplier::appliedDigest(const std::string& tableName) {
+  auto listing = list(tableName);
+  if (!listing) {
+    return std::nullopt;
+  }
+  rapidjson::Document d;
+  d.Parse(listing->c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("nftables") || !d["nftables"].IsArray()) {
+    return std::nullopt;
+  }
+  const std::string prefix = nftTag("");
+  for (const auto& item : d["nftables"].GetArray()) {
+    if (!item.IsObject() || !item.HasMember("rule")) {
+      continue;
+    }
+    const auto& rule = item["rule"];
+    if (!rule.HasMember("comment") || !rule["comment"].IsString() || !rule.HasMember("chain") ||
+        std::string_view(rule["chain"].GetString()) != "classify") {
+      continue;
+    }
+    std::string_view comment = rule["comment"].GetString();
+    if (comment.starts_with(prefix)) {
+      return std::string(comment.substr(prefix.size()));
+    }
+  }
+  return std::nullopt;
+}
+
+Result<bool, std::string> NftApplier::apply(const NftTable& table) {
+  auto rendered = renderNftJson(table);
+  if (appliedDigest(table.name) == rendered.digest) {
+    return false;
+  }
+  auto r = run(rendered.json);
+  if (!r) {
+    return unexpected(r.error());
+  }
+  return true;
+}
+
+Result<Ok, std::string> NftApplier::remove(const std::string& tableName) {
+  auto r = run(removeNftJson(tableName));
+  if (!r) {
+    return unexpected(r.error());
+  }
+  return Ok{};
+}
+
+}  // namespace egress::dataplane

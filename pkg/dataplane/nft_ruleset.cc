@@ -1,0 +1,530 @@
+#include "pkg/dataplane/nft_ruleset.h"
+
+#include <cstdio>
+#include <functional>
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+namespace egress::dataplane {
+namespace {
+
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+constexpr const char* kFamily = "inet";
+
+const char* proto(ipam::Family f) {
+  return f == ipam::Family::kIPv4 ? "ip" : "ip6";
+}
+const char* addrType(ipam::Family f) {
+  return f == ipam::Family::kIPv4 ? "ipv4_addr" : "ipv6_addr";
+}
+const char* suffix(ipam::Family f) {
+  return f == ipam::Family::kIPv4 ? "4" : "6";
+}
+
+std::string markChain(uint32_t mark) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "mark_%x", mark);
+  return buf;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+uint64_t fnv1a(std::string_view text) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+// Small builders for the expressions the table uses; each writes one JSON value.
+struct Expr {
+  Writer& w;
+
+  void key(const char* k) { w.Key(k); }
+  void str(const std::string& s) {
+    w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+  }
+
+  void meta(const char* k) {
+    w.StartObject();
+    key("meta");
+    w.StartObject();
+    key("key");
+    w.String(k);
+    w.EndObject();
+    w.EndObject();
+  }
+  void ct(const char* k) {
+    w.StartObject();
+    key("ct");
+    w.StartObject();
+    key("key");
+    w.String(k);
+    w.EndObject();
+    w.EndObject();
+  }
+  void payload(const char* protocol, const char* field) {
+    w.StartObject();
+    key("payload");
+    w.StartObject();
+    key("protocol");
+    w.String(protocol);
+    key("field");
+    w.String(field);
+    w.EndObject();
+    w.EndObject();
+  }
+  // {"&": [left, mask]}
+  template <typename L>
+  void masked(L left, uint32_t mask) {
+    w.StartObject();
+    key("&");
+    w.StartArray();
+    left();
+    w.Uint(mask);
+    w.EndArray();
+    w.EndObject();
+  }
+  // {"match": {"op": op, "left": left, "right": right}}
+  template <typename L, typename R>
+  void match(const char* op, L left, R right) {
+    w.StartObject();
+    key("match");
+    w.StartObject();
+    key("op");
+    w.String(op);
+    key("left");
+    left();
+    key("right");
+    right();
+    w.EndObject();
+    w.EndObject();
+  }
+  void matchName(const char* op, const char* metaKey, const std::string& name) {
+    match(
+        op, [&] { meta(metaKey); }, [&] { str(name); });
+  }
+  // Sets the mask's bits of the packet (meta) or connection (ct) mark to `value`.
+  void setMark(bool connection, uint32_t mask, uint32_t value) {
+    auto subject = [&] { connection ? ct("mark") : meta("mark"); };
+    w.StartObject();
+    key("mangle");
+    w.StartObject();
+    key("key");
+    subject();
+    key("value");
+    w.StartObject();
+    key("|");
+    w.StartArray();
+    masked(subject, ~mask);
+    w.Uint(value);
+    w.EndArray();
+    w.EndObject();
+    w.EndObject();
+    w.EndObject();
+  }
+  void verdict(const char* v) {
+    w.StartObject();
+    key(v);
+    w.Null();
+    w.EndObject();
+  }
+};
+
+class Builder {
+ public:
+  Builder(Writer& w, const NftTable& t) : w_(w), e_{w}, t_(t) {}
+
+  void tableObject() {
+    w_.StartObject();
+    w_.Key("table");
+    w_.StartObject();
+    w_.Key("family");
+    w_.String(kFamily);
+    w_.Key("name");
+    e_.str(t_.name);
+    w_.EndObject();
+    w_.EndObject();
+  }
+
+  void command(const char* verb, const std::function<void()>& body) {
+    w_.StartObject();
+    w_.Key(verb);
+    body();
+    w_.EndObject();
+  }
+
+  void common(const char* kind, const std::string& name) {
+    w_.Key(kind);
+    w_.StartObject();
+    w_.Key("family");
+    w_.String(kFamily);
+    w_.Key("table");
+    e_.str(t_.name);
+    w_.Key("name");
+    e_.str(name);
+  }
+
+  void chain(const std::string& name, const char* type, const char* hook, int prio) {
+    command("add", [&] {
+      w_.StartObject();
+      common("chain", name);
+      if (type != nullptr) {
+        w_.Key("type");
+        w_.String(type);
+        w_.Key("hook");
+        w_.String(hook);
+        w_.Key("prio");
+        w_.Int(prio);
+        w_.Key("policy");
+        w_.String("accept");
+      }
+      w_.EndObject();
+      w_.EndObject();
+    });
+  }
+
+  // Opens a set or map object keyed by addresses of `f`.
+  void setHeader(const char* kind, const std::string& name, ipam::Family f) {
+    w_.StartObject();
+    common(kind, name);
+    w_.Key("type");
+    w_.String(addrType(f));
+  }
+
+  void prefixSet(const std::string& name, ipam::Family f, const std::vector<ipam::Prefix>& elems) {
+    command("add", [&] {
+      setHeader("set", name, f);
+      w_.Key("flags");
+      w_.StartArray();
+      w_.String("interval");
+      w_.EndArray();
+      w_.Key("auto-merge");
+      w_.Bool(true);
+      if (!elems.empty()) {
+        w_.Key("elem");
+        w_.StartArray();
+        for (const auto& p : elems) {
+          w_.StartObject();
+          w_.Key("prefix");
+          w_.StartObject();
+          w_.Key("addr");
+          e_.str(p.address.toString());
+          w_.Key("len");
+          w_.Int(p.bits);
+          w_.EndObject();
+          w_.EndObject();
+        }
+        w_.EndArray();
+      }
+      w_.EndObject();
+      w_.EndObject();
+    });
+  }
+
+  void pickMap(const std::string& name, ipam::Family f, const std::vector<NftPick>& picks) {
+    command("add", [&] {
+      setHeader("map", name, f);
+      w_.Key("map");
+      w_.String("verdict");
+      w_.Key("elem");
+      w_.StartArray();
+      for (const auto& p : picks) {
+        w_.StartArray();
+        e_.str(p.source.toString());
+        w_.StartObject();
+        w_.Key("goto");
+        w_.StartObject();
+        w_.Key("target");
+        e_.str(markChain(p.mark));
+        w_.EndObject();
+        w_.EndObject();
+        w_.EndArray();
+      }
+      w_.EndArray();
+      w_.EndObject();
+      w_.EndObject();
+    });
+  }
+
+  void rule(const std::string& chainName, const std::string& comment,
+            const std::function<void()>& exprs) {
+    command("add", [&] {
+      w_.StartObject();
+      w_.Key("rule");
+      w_.StartObject();
+      w_.Key("family");
+      w_.String(kFamily);
+      w_.Key("table");
+      e_.str(t_.name);
+      w_.Key("chain");
+      e_.str(chainName);
+      if (!comment.empty()) {
+        w_.Key("comment");
+        e_.str(comment);
+      }
+      w_.Key("expr");
+      w_.StartArray();
+      exprs();
+      w_.EndArray();
+      w_.EndObject();
+      w_.EndObject();
+    });
+  }
+
+  // Calls fn(policy, set name prefix, family, family index) for every policy and family that
+  // classifies anything.
+  template <typename Fn>
+  void forEachClassified(Fn fn) {
+    for (const auto& p : t_.policies) {
+      const std::string base = "p" + std::to_string(&p - t_.policies.data()) + "_";
+      for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+        auto i = static_cast<size_t>(f);
+        if (!p.destinations[i].empty() && !p.picks[i].empty()) {
+          fn(p, base, f, i);
+        }
+      }
+    }
+  }
+
+  // Everything after the table itself; `tag` is the tag rule's comment ("" while digesting).
+  void body(const std::string& tag) {
+    const auto& tun = t_.tunnel;
+    const uint32_t mask = t_.markMask;
+    auto ctDirection = [&](const char* dir) {
+      e_.match(
+          "==", [&] { e_.ct("direction"); }, [&] { w_.String(dir); });
+    };
+    auto ctMarkIs = [&](uint32_t v) {
+      e_.match(
+          "==", [&] { e_.masked([&] { e_.ct("mark"); }, mask); }, [&] { w_.Uint(v); });
+    };
+    auto markIs = [&](uint32_t v) {
+      e_.match(
+          "==", [&] { e_.masked([&] { e_.meta("mark"); }, mask); }, [&] { w_.Uint(v); });
+    };
+
+    // Mark chains first: the pick maps' verdicts name them.
+    std::vector<uint32_t> marks{t_.refuseMark};
+    for (const auto& eip : t_.egressIPs) {
+      marks.push_back(eip.mark);
+    }
+    for (uint32_t m : marks) {
+      chain(markChain(m), nullptr, nullptr, 0);
+      rule(markChain(m), "", [&] { e_.setMark(false, mask, m); });
+    }
+    forEachClassified([&](const NftPolicy& p, const std::string& base, ipam::Family f, size_t i) {
+      prefixSet(base + "dst" + suffix(f), f, p.destinations[i]);
+      prefixSet(base + "exc" + suffix(f), f, p.excluded[i]);
+      pickMap(base + "pick" + suffix(f), f, p.picks[i]);
+    });
+
+    chain("classify", "filter", "prerouting", -90);
+    if (t_.symmetricReply) {
+      rule("classify", "", [&] {
+        ctDirection("reply");
+        ctMarkIs(t_.replyMark);
+        e_.setMark(false, mask, t_.replyMark);
+        e_.verdict("return");
+      });
+    }
+    rule("classify", tag, [&] {
+      ctDirection("reply");
+      e_.verdict("return");
+    });
+    rule("classify", "", [&] {
+      e_.matchName("==", "iifname", tun);
+      e_.setMark(true, mask, t_.replyMark);
+    });
+    forEachClassified([&](const NftPolicy& p, const std::string& base, ipam::Family f, size_t) {
+      rule("classify", p.key, [&] {
+        e_.match(
+            "==", [&] { e_.payload(proto(f), "daddr"); },
+            [&] { e_.str("@" + base + "dst" + suffix(f)); });
+        e_.match(
+            "!=", [&] { e_.payload(proto(f), "daddr"); },
+            [&] { e_.str("@" + base + "exc" + suffix(f)); });
+        w_.StartObject();
+        w_.Key("vmap");
+        w_.StartObject();
+        w_.Key("key");
+        e_.payload(proto(f), "saddr");
+        w_.Key("data");
+        e_.str("@" + base + "pick" + suffix(f));
+        w_.EndObject();
+        w_.EndObject();
+      });
+    });
+
+    chain("srcnat", "nat", "postrouting", 90);
+    for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+      rule("srcnat", "", [&] {
+        e_.match(
+            "==", [&] { e_.meta("nfproto"); },
+            [&] { w_.String(f == ipam::Family::kIPv4 ? "ipv4" : "ipv6"); });
+        e_.matchName("==", "oifname", tun);
+        w_.StartObject();
+        w_.Key("snat");
+        w_.StartObject();
+        w_.Key("family");
+        w_.String(proto(f));
+        w_.Key("addr");
+        e_.payload(proto(f), "saddr");
+        w_.EndObject();
+        w_.EndObject();
+      });
+    }
+    for (const auto& eip : t_.egressIPs) {
+      if (!eip.held) {
+        continue;
+      }
+      rule("srcnat", "", [&] {
+        e_.match(
+            "==", [&] { e_.meta("nfproto"); },
+            [&] { w_.String(eip.ip.family == ipam::Family::kIPv4 ? "ipv4" : "ipv6"); });
+        markIs(eip.mark);
+        e_.matchName("!=", "oifname", tun);
+        w_.StartObject();
+        w_.Key("snat");
+        w_.StartObject();
+        w_.Key("family");
+        w_.String(proto(eip.ip.family));
+        w_.Key("addr");
+        e_.str(eip.ip.toString());
+        w_.EndObject();
+        w_.EndObject();
+      });
+    }
+
+    chain("guard", "filter", "postrouting", 101);
+    rule("guard", "", [&] {
+      ctDirection("original");
+      ctMarkIs(t_.replyMark);
+      e_.matchName("!=", "oifname", tun);
+      e_.match(
+          "!", [&] { e_.ct("status"); }, [&] { w_.String("snat"); });
+      e_.verdict("drop");
+    });
+
+    chain("unmark", "filter", "postrouting", 110);
+    rule("unmark", "", [&] {
+      e_.matchName("==", "oifname", tun);
+      e_.setMark(false, mask, 0);
+    });
+
+    chain("forward", "filter", "forward", 0);
+    rule("forward", "", [&] {
+      e_.matchName("==", "iifname", tun);
+      e_.matchName("==", "oifname", tun);
+      e_.verdict("drop");
+    });
+    rule("forward", "", [&] {
+      e_.matchName("==", "oifname", tun);
+      e_.match(
+          "in", [&] { e_.payload("tcp", "flags"); }, [&] { w_.String("syn"); });
+      w_.StartObject();
+      w_.Key("mangle");
+      w_.StartObject();
+      w_.Key("key");
+      w_.StartObject();
+      w_.Key("tcp option");
+      w_.StartObject();
+      w_.Key("name");
+      w_.String("maxseg");
+      w_.Key("field");
+      w_.String("size");
+      w_.EndObject();
+      w_.EndObject();
+      w_.Key("value");
+      w_.StartObject();
+      w_.Key("rt");
+      w_.StartObject();
+      w_.Key("key");
+      w_.String("mtu");
+      w_.EndObject();
+      w_.EndObject();
+      w_.EndObject();
+      w_.EndObject();
+    });
+  }
+
+ private:
+  Writer& w_;
+  Expr e_;
+  const NftTable& t_;
+};
+
+std::string document(const NftTable& t, bool replace, const std::string& tag, bool withBody) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  Builder b(w, t);
+  w.StartObject();
+  w.Key("nftables");
+  w.StartArray();
+  // add + delete: the delete succeeds whether or not the table existed.
+  b.command("add", [&] { b.tableObject(); });
+  if (replace) {
+    b.command("delete", [&] { b.tableObject(); });
+  }
+  if (withBody) {
+    b.command("add", [&] { b.tableObject(); });
+    b.body(tag);
+  }
+  w.EndArray();
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+}  // namespace
+
+std::string nftTag(const std::string& digest) {
+  return "egw:" + digest;
+}
+
+NftJson renderNftJson(const NftTable& table) {
+  NftJson out;
+  out.digest = hex64(fnv1a(document(table, true, "", true)));
+  out.json = document(table, true, nftTag(out.digest), true);
+  return out;
+}
+
+std::string removeNftJson(const std::string& tableName) {
+  NftTable t;
+  t.name = tableName;
+  return document(t, true, "", false);
+}
+
+std::string NftTable::toString() const {
+  std::string out;
+  char buf[64];
+  for (const auto& e : egressIPs) {
+    std::snprintf(buf, sizeof buf, " mark 0x%x%s\n", e.mark, e.held ? " held" : "");
+    out += "nft eip " + e.ip.toString() + buf;
+  }
+  for (const auto& p : policies) {
+    for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+      auto i = static_cast<size_t>(f);
+      for (const auto& d : p.destinations[i]) {
+        out += "nft " + p.key + " dst " + d.toString() + "\n";
+      }
+      for (const auto& d : p.excluded[i]) {
+        out += "nft " + p.key + " exc " + d.toString() + "\n";
+      }
+      for (const auto& pick : p.picks[i]) {
+        std::snprintf(buf, sizeof buf, " mark 0x%x\n", pick.mark);
+        out += "nft " + p.key + " pick " + pick.source.toString() + buf;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace egress::dataplane

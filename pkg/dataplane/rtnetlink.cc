@@ -1,0 +1,102 @@
+#include "pkg/dataplane/rtnetlink.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <net/if.h>
+#include <sys/socket.h>
+
+namespace egress::dataplane {
+
+using ipam::Address;
+using ipam::Family;
+
+Rtnetlink::Rtnetlink() {
+  nl_ = mnl_socket_open(NETLINK_ROUTE);
+  if (nl_ == nullptr || mnl_socket_bind(nl_, 0, MNL_SOCKET_AUTOPID) < 0) {
+    openError_ = std::string("rtnetlink: ") + std::strerror(errno);
+    return;
+  }
+  portid_ = mnl_socket_get_portid(nl_);
+}
+
+Rtnetlink::~Rtnetlink() {
+  if (nl_ != nullptr) {
+    mnl_socket_close(nl_);
+  }
+}
+
+Result<Ok, std::string> Rtnetlink::request(nlmsghdr* nlh, Callback cb, void* data) {
+  if (!openError_.empty()) {
+    return unexpected(openError_);
+  }
+  nlh->nlmsg_seq = ++seq_;
+  if (mnl_socket_sendto(nl_, nlh, nlh->nlmsg_len) < 0) {
+    return unexpected(std::string("rtnetlink send: ") + std::strerror(errno));
+  }
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE * 4);
+  for (;;) {
+    ssize_t n = mnl_socket_recvfrom(nl_, buf.data(), buf.size());
+    if (n < 0) {
+      return unexpected(std::string("rtnetlink recv: ") + std::strerror(errno));
+    }
+    int ret = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq_, portid_, cb, data);
+    if (ret == MNL_CB_ERROR) {
+      return unexpected(std::string("rtnetlink: ") + std::strerror(errno));
+    }
+    if (ret == MNL_CB_STOP) {
+      return Ok{};
+    }
+  }
+}
+
+int addressFamily(Family f) {
+  return f == Family::kIPv4 ? AF_INET : AF_INET6;
+}
+
+void putAddress(nlmsghdr* nlh, uint16_t type, const Address& a) {
+  if (a.family == Family::kIPv4) {
+    uint32_t v = htonl(static_cast<uint32_t>(a.value));
+    mnl_attr_put(nlh, type, sizeof v, &v);
+    return;
+  }
+  uint8_t b[16];
+  for (int i = 0; i < 16; ++i) {
+    b[i] = static_cast<uint8_t>(a.value >> (8 * (15 - i)));
+  }
+  mnl_attr_put(nlh, type, sizeof b, b);
+}
+
+std::optional<Address> getAddress(const nlattr* attr, Family f) {
+  if (attr == nullptr) {
+    return std::nullopt;
+  }
+  const auto* b = static_cast<const uint8_t*>(mnl_attr_get_payload(attr));
+  const size_t len = mnl_attr_get_payload_len(attr);
+  if (len != (f == Family::kIPv4 ? 4U : 16U)) {
+    return std::nullopt;
+  }
+  Address a{f, 0};
+  for (size_t i = 0; i < len; ++i) {
+    a.value = (a.value << 8) | b[i];
+  }
+  return a;
+}
+
+std::string interfaceName(uint32_t index) {
+  char name[IF_NAMESIZE];
+  return if_indextoname(index, name) != nullptr ? std::string(name) : std::string();
+}
+
+int collectAttr(const nlattr* attr, void* data) {
+  auto* a = static_cast<Attrs*>(data);
+  auto type = static_cast<size_t>(mnl_attr_get_type(attr));
+  if (type < a->tb.size()) {
+    a->tb[type] = attr;
+  }
+  return MNL_CB_OK;
+}
+
+}  // namespace egress::dataplane

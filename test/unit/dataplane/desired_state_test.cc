@@ -1,0 +1,435 @@
+#include "pkg/dataplane/desired_state.h"
+
+#include <algorithm>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include "test/unit/dataplane/topology.h"
+
+namespace egress::dataplane {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+using testing::cidr;
+using testing::ip;
+using testing::kNow;
+using testing::topology;
+
+DataplaneConfig config() {
+  DataplaneConfig c;
+  c.uplink = "eth0";
+  return c;
+}
+
+DesiredState compute(const ClusterView& v, const DataplaneConfig& c = config()) {
+  auto r = computeDesiredState(v, c);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error());
+  return r.ok() ? *r : DesiredState{};
+}
+
+template <typename T>
+std::vector<std::string> lines(const std::vector<T>& items) {
+  std::vector<std::string> out;
+  for (const auto& i : items) {
+    out.push_back(i.toString());
+  }
+  return out;
+}
+
+void setLease(ClusterView& v, const std::string& node, meta::Time renewed) {
+  for (auto& l : v.leases) {
+    if (l.node == node) {
+      l.renewTime = renewed;
+    }
+  }
+}
+
+TEST(DesiredState, SourceNodeRoutesThroughTheTunnelToTheHolder) {
+  auto s = compute(topology("n3"));
+  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0x1/0xff lookup 7001"));
+  EXPECT_THAT(lines(s.kernel.routes),
+              Contains("0.0.0.0/0 via 192.168.50.11 dev egw0 onlink table 7001 metric 0"));
+  EXPECT_THAT(lines(s.kernel.routes),
+              Contains("unreachable 0.0.0.0/0 table 7001 metric 4294967295"));
+  EXPECT_TRUE(s.held.empty());
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft eip 192.168.50.200 mark 0x1\n"));
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0x1\n"));
+  EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("held")));
+  for (const auto& n : s.kernel.neighbours) {
+    EXPECT_FALSE(n.proxy) << n.toString();
+  }
+  // No reply table where nothing is held.
+  EXPECT_THAT(lines(s.kernel.rules), Not(Contains("ipv4 pref 100 fwmark 0xff/0xff lookup 7000")));
+}
+
+TEST(DesiredState, HolderSnatsHoldsByProxyArpAndRoutesRepliesBack) {
+  auto s = compute(topology("n1"));
+  EXPECT_EQ(s.held, std::vector<ipam::Address>{ip("192.168.50.200")});
+  // Held here: the main table routes out of the uplink, no fwmark rule for it.
+  EXPECT_THAT(lines(s.kernel.rules), Not(Contains("ipv4 pref 100 fwmark 0x1/0xff lookup 7001")));
+  EXPECT_THAT(lines(s.kernel.routes),
+              Contains("192.168.50.200/32 dev egw-eip0 table 254 metric 0"));
+  EXPECT_THAT(lines(s.kernel.neighbours), Contains("proxy 192.168.50.200 dev eth0"));
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft eip 192.168.50.200 mark 0x1 held\n"));
+  // Replies of tunnelled connections go back to p3's node; p1 is local and needs no route.
+  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0xff/0xff lookup 7000"));
+  EXPECT_THAT(lines(s.kernel.routes),
+              Contains("10.244.3.2/32 via 192.168.50.13 dev egw0 onlink table 7000 metric 0"));
+  for (const auto& r : s.kernel.routes) {
+    EXPECT_THAT(r.toString(), Not(HasSubstr("10.244.1.2"))) << "local pod in the reply table";
+  }
+  EXPECT_EQ(s.readyPods, std::vector<std::string>{"default/egw-web-a"});
+}
+
+TEST(DesiredState, SymmetricReplyOff) {
+  auto c = config();
+  c.symmetricReply = false;
+  auto s = compute(topology("n1"), c);
+  for (const auto& r : s.kernel.routes) {
+    EXPECT_NE(r.table, 7000U) << r.toString();
+  }
+  EXPECT_THAT(lines(s.kernel.rules), Not(Contains("ipv4 pref 100 fwmark 0xff/0xff lookup 7000")));
+  EXPECT_FALSE(s.kernel.nft.symmetricReply);
+}
+
+TEST(DesiredState, FailsClosedWhenTheHoldersLeaseIsStale) {
+  auto v = topology("n3");
+  setLease(v, "n1", kNow - std::chrono::seconds(6));  // renewed exactly a duration ago: stale
+  auto s = compute(v);
+  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0x1/0xff lookup 7001"));
+  for (const auto& r : s.kernel.routes) {
+    if (r.table == 7001) {
+      EXPECT_EQ(r.type, Route::Type::kUnreachable) << r.toString();
+    }
+  }
+  // The pod is still classified (its packets take the unreachable table), never left alone.
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0x1\n"));
+}
+
+TEST(DesiredState, FailsClosedWithoutAGatewayPod) {
+  auto v = topology("n3");
+  v.gateways.clear();
+  auto s = compute(v);
+  int routes7001 = 0;
+  for (const auto& r : s.kernel.routes) {
+    if (r.table == 7001) {
+      ++routes7001;
+      EXPECT_EQ(r.type, Route::Type::kUnreachable);
+    }
+  }
+  EXPECT_EQ(routes7001, 1);
+}
+
+TEST(DesiredState, AnAgentThatCannotRenewWithdrawsWhatItHolds) {
+  auto v = topology("n1");
+  setLease(v, "n1", kNow - std::chrono::seconds(7));
+  auto s = compute(v);
+  EXPECT_TRUE(s.held.empty());
+  EXPECT_TRUE(s.readyPods.empty());
+  for (const auto& n : s.kernel.neighbours) {
+    EXPECT_FALSE(n.proxy) << n.toString();
+  }
+  EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("held")));
+  // Its own pods fail closed too (its view of the holder is itself, which it no longer is).
+  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0x1/0xff lookup 7001"));
+}
+
+TEST(DesiredState, MissingLeaseCountsAsStale) {
+  auto v = topology("n3");
+  v.leases.erase(v.leases.begin());  // n1's
+  auto s = compute(v);
+  EXPECT_THAT(lines(s.kernel.routes), Not(Contains("0.0.0.0/0 via 192.168.50.11 dev egw0 onlink "
+                                                   "table 7001 metric 0")));
+}
+
+TEST(DesiredState, TerminatingGatewayHoldsNothingAndReadyCandidateWins) {
+  auto v = topology("n3");
+  v.gateways = {{"default/egw-web-a", "n1", {ip("192.168.50.200")}, true, true},
+                {"default/egw-web-b", "n2", {ip("192.168.50.200")}, false, false}};
+  auto s = compute(v);
+  EXPECT_THAT(lines(s.kernel.routes),
+              Contains("0.0.0.0/0 via 192.168.50.12 dev egw0 onlink table 7001 metric 0"));
+  // Two live pods claim the IP while the operator moves it: every agent picks the Ready one.
+  v.gateways = {{"default/egw-web-a", "n1", {ip("192.168.50.200")}, false, false},
+                {"default/egw-web-b", "n2", {ip("192.168.50.200")}, true, false}};
+  s = compute(v);
+  EXPECT_THAT(lines(s.kernel.routes),
+              Contains("0.0.0.0/0 via 192.168.50.12 dev egw0 onlink table 7001 metric 0"));
+  auto onN2 = v;
+  onN2.self = "n2";
+  EXPECT_EQ(compute(onN2).held, std::vector<ipam::Address>{ip("192.168.50.200")});
+  auto onN1 = v;
+  onN1.self = "n1";
+  EXPECT_TRUE(compute(onN1).held.empty());
+}
+
+TEST(DesiredState, DestinationsAndExclusionsPerFamily) {
+  auto v = topology("n3");
+  v.policies[0].destinations.push_back(cidr("2001:db8::/32"));
+  v.policies[0].excluded.push_back(cidr("fd00:244::/48"));
+  auto t = compute(v).kernel.nft.toString();
+  EXPECT_THAT(t, HasSubstr("nft default/web dst 192.168.50.96/28\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web exc 10.244.0.0/16\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web exc 192.168.50.101/32\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web dst 2001:db8::/32\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web exc fd00:244::/48\n"));
+}
+
+TEST(DesiredState, NestedPrefixesCollapseIntoTheOutermost) {
+  auto v = topology("n3");
+  v.policies[0].destinations = {cidr("192.168.50.96/28"), cidr("0.0.0.0/0"), cidr("10.0.0.0/8")};
+  v.policies[0].excluded = {cidr("10.244.3.0/24"), cidr("10.244.0.0/16"), cidr("10.245.0.0/16")};
+  auto t = compute(v).kernel.nft.toString();
+  EXPECT_THAT(t, HasSubstr("nft default/web dst 0.0.0.0/0\n"));
+  EXPECT_THAT(t, Not(HasSubstr("dst 10.0.0.0/8")));
+  EXPECT_THAT(t, Not(HasSubstr("dst 192.168.50.96/28")));
+  EXPECT_THAT(t,
+              HasSubstr("nft default/web exc 10.244.0.0/16\nnft default/web exc 10.245.0.0/16\n"));
+  EXPECT_THAT(t, Not(HasSubstr("exc 10.244.3.0/24")));
+}
+
+TEST(DesiredState, IPv6EgressThroughTheTunnelByLinkLocalNextHop) {
+  auto v = topology("n3");
+  auto& p = v.policies[0];
+  p.egressIPs = {ip("fd00:50::200")};
+  p.destinations = {cidr("fd00:50::100/120")};
+  p.excluded = {cidr("fd00:244::/48")};
+  p.sources = {{ip("fd00:244:3::2"), "n3"}};
+  v.gateways = {{"default/egw-web-a", "n1", {ip("fd00:50::200")}, false, false}};
+  auto s = compute(v);
+  const auto n1Mac = tunnelMac(ip("192.168.50.11"));
+  const auto nh = linkLocal(n1Mac).toString();
+  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv6 pref 100 fwmark 0x1/0xff lookup 7001"));
+  EXPECT_THAT(lines(s.kernel.routes),
+              Contains("::/0 via " + nh + " dev egw0 onlink table 7001 metric 1024"));
+  EXPECT_THAT(lines(s.kernel.routes), Contains("unreachable ::/0 table 7001 metric 4294967295"));
+  EXPECT_THAT(lines(s.kernel.neighbours), Contains(nh + " dev egw0 lladdr " + macText(n1Mac)));
+  auto holder = v;
+  holder.self = "n1";
+  auto h = compute(holder);
+  EXPECT_THAT(lines(h.kernel.neighbours), Contains("proxy fd00:50::200 dev eth0"));
+  EXPECT_THAT(lines(h.kernel.routes),
+              Contains("fd00:50::200/128 dev egw-eip0 table 254 metric 1024"));
+  EXPECT_THAT(
+      lines(h.kernel.routes),
+      Contains("fd00:244:3::2/128 via " + linkLocal(tunnelMac(ip("192.168.50.13"))).toString() +
+               " dev egw0 onlink table 7000 metric 1024"));
+  EXPECT_THAT(lines(h.kernel.rules), Contains("ipv6 pref 100 fwmark 0xff/0xff lookup 7000"));
+}
+
+TEST(DesiredState, DualStackHolderHoldsOneOfEachAndIsReadyOnlyWithBoth) {
+  auto v = topology("n1");
+  auto& p = v.policies[0];
+  p.egressIPs = {ip("192.168.50.200"), ip("fd00:50::200")};
+  p.destinations.push_back(cidr("fd00:50::100/120"));
+  p.sources.push_back({ip("fd00:244:3::2"), "n3"});
+  v.gateways = {
+      {"default/egw-web-a", "n1", {ip("192.168.50.200"), ip("fd00:50::200")}, false, false}};
+  auto s = compute(v);
+  EXPECT_EQ(s.held, (std::vector<ipam::Address>{ip("192.168.50.200"), ip("fd00:50::200")}));
+  EXPECT_EQ(s.readyPods, std::vector<std::string>{"default/egw-web-a"});
+  auto t = s.kernel.nft.toString();
+  // Each family picks among its own egress IPs.
+  EXPECT_THAT(t, HasSubstr("nft default/web pick 10.244.3.2 mark 0x1\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web pick fd00:244:3::2 mark 0x2\n"));
+  // One of the pair held by another pod elsewhere: this pod is not ready.
+  v.gateways.push_back({"default/egw-web-b", "n2", {ip("fd00:50::200")}, true, false});
+  s = compute(v);
+  EXPECT_EQ(s.held, std::vector<ipam::Address>{ip("192.168.50.200")});
+  EXPECT_TRUE(s.readyPods.empty());
+}
+
+TEST(DesiredState, PodKeepsItsEgressIPWhenAnotherLeavesTheLedger) {
+  auto v = topology("n3");
+  auto& p = v.policies[0];
+  p.egressIPs = {ip("192.168.50.200"), ip("192.168.50.201"), ip("192.168.50.202")};
+  p.sources.clear();
+  for (int i = 2; i < 60; ++i) {
+    p.sources.push_back({ip(("10.244.3." + std::to_string(i)).c_str()), "n3"});
+  }
+  v.gateways = {{"default/egw-web-a", "n1", {ip("192.168.50.200")}, false, false},
+                {"default/egw-web-b", "n2", {ip("192.168.50.201")}, false, false},
+                {"default/egw-web-c", "n2", {ip("192.168.50.202")}, false, false}};
+  auto pickOf = [](const DesiredState& s) {
+    std::map<ipam::Address, ipam::Address> out;
+    std::map<uint32_t, ipam::Address> byMark;
+    for (const auto& e : s.kernel.nft.egressIPs) {
+      byMark[e.mark] = e.ip;
+    }
+    for (const auto& pick : s.kernel.nft.policies[0].picks[0]) {
+      out[pick.source] = byMark.at(pick.mark);
+    }
+    return out;
+  };
+  auto before = pickOf(compute(v));
+  // A holder going away does not move anyone (its pods fail closed until the IP moves).
+  auto noB = v;
+  noB.gateways.erase(noB.gateways.begin() + 1);
+  EXPECT_EQ(pickOf(compute(noB)), before);
+  // The IP leaving the ledger moves only its own pods.
+  p.egressIPs.erase(p.egressIPs.begin() + 1);
+  auto after = pickOf(compute(v));
+  int moved = 0;
+  for (const auto& [src, e] : before) {
+    if (e == ip("192.168.50.201")) {
+      ++moved;
+      EXPECT_NE(after.at(src), e);
+    } else {
+      EXPECT_EQ(after.at(src), e) << src;
+    }
+  }
+  EXPECT_GT(moved, 0);
+}
+
+TEST(DesiredState, PolicyWithoutEgressIPsRefusesItsPods) {
+  auto v = topology("n3");
+  v.policies[0].egressIPs.clear();
+  auto s = compute(v);
+  const uint32_t refuse = s.kernel.nft.refuseMark;
+  EXPECT_EQ(refuse, 0xfeU);
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0xfe\n"));
+  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0xfe/0xff lookup 7254"));
+  EXPECT_THAT(lines(s.kernel.routes),
+              Contains("unreachable 0.0.0.0/0 table 7254 metric 4294967295"));
+}
+
+TEST(DesiredState, EgressIPInTwoPoliciesBelongsToTheFirst) {
+  auto v = topology("n3");
+  auto other = v.policies[0];
+  other.key = "other/api";
+  other.sources = {{ip("10.244.3.9"), "n3"}};
+  v.policies.push_back(other);
+  auto s = compute(v);
+  ASSERT_EQ(s.problems.size(), 1U);
+  EXPECT_THAT(s.problems[0], HasSubstr("other/api"));
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft other/api pick 10.244.3.9 mark 0xfe\n"));
+}
+
+TEST(DesiredState, MarksFollowTheConfiguredMask) {
+  auto c = config();
+  c.markMask = 0xff00;
+  auto s = compute(topology("n3"), c);
+  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0x100/0xff00 lookup 7001"));
+  EXPECT_EQ(s.kernel.nft.replyMark, 0xff00U);
+  EXPECT_EQ(s.kernel.nft.refuseMark, 0xfe00U);
+}
+
+TEST(DesiredState, MoreEgressIPsThanMarksAreReported) {
+  auto c = config();
+  c.markMask = 0x7;  // indices 1..5 for egress IPs, 6 refuse, 7 reply
+  auto v = topology("n3");
+  for (int i = 201; i < 210; ++i) {
+    v.policies[0].egressIPs.push_back(ip(("192.168.50." + std::to_string(i)).c_str()));
+  }
+  auto s = compute(v, c);
+  EXPECT_EQ(s.kernel.nft.egressIPs.size(), 5U);
+  EXPECT_EQ(s.problems.size(), 5U);
+}
+
+TEST(DesiredState, TunnelPeersAndDevice) {
+  auto s = compute(topology("n3"));
+  const auto n1 = tunnelMac(ip("192.168.50.11"));
+  const auto n2 = tunnelMac(ip("192.168.50.12"));
+  EXPECT_EQ(n1[0], 0x02);
+  EXPECT_NE(n1, n2);
+  EXPECT_THAT(lines(s.kernel.fdb), Contains("egw0 " + macText(n1) + " dst 192.168.50.11"));
+  EXPECT_THAT(lines(s.kernel.fdb), Contains("egw0 " + macText(n2) + " dst 192.168.50.12"));
+  EXPECT_EQ(s.kernel.fdb.size(), 2U);  // not itself
+  EXPECT_THAT(lines(s.kernel.neighbours), Contains("192.168.50.11 dev egw0 lladdr " + macText(n1)));
+  EXPECT_THAT(lines(s.kernel.links),
+              Contains("egw0 vxlan mac " + macText(tunnelMac(ip("192.168.50.13"))) +
+                       " mtu 1450 vni 4242 port 4799 local 192.168.50.13 dev eth0"));
+  EXPECT_THAT(lines(s.kernel.addresses), Contains("169.254.99.1/32 dev egw0"));
+}
+
+TEST(DesiredState, IPv6UnderlayUsesV6EndpointsAndABiggerOverhead) {
+  auto v = topology("n3");
+  for (auto& n : v.nodes) {
+    n.ipv4.reset();
+  }
+  auto s = compute(v);
+  EXPECT_THAT(lines(s.kernel.fdb),
+              Contains("egw0 " + macText(tunnelMac(ip("fd00:50::11"))) + " dst fd00:50::11"));
+  auto vx = std::find_if(s.kernel.links.begin(), s.kernel.links.end(),
+                         [](const Link& l) { return l.kind == Link::Kind::kVxlan; });
+  ASSERT_NE(vx, s.kernel.links.end());
+  EXPECT_EQ(vx->mtu, 1430U);
+}
+
+TEST(DesiredState, LinkLocalIsEui64OfTheMac) {
+  EXPECT_EQ(linkLocal(Mac{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}).toString(),
+            "fe80::11:22ff:fe33:4455");
+}
+
+TEST(DesiredState, InputOrderDoesNotMatter) {
+  auto a = topology("n1");
+  a.policies.push_back(a.policies[0]);
+  a.policies[1].key = "b/second";
+  a.policies[1].egressIPs = {ip("192.168.50.210")};
+  auto b = a;
+  std::reverse(b.nodes.begin(), b.nodes.end());
+  std::reverse(b.policies.begin(), b.policies.end());
+  std::reverse(b.leases.begin(), b.leases.end());
+  std::reverse(b.policies[0].sources.begin(), b.policies[0].sources.end());
+  auto sa = compute(a), sb = compute(b);
+  EXPECT_EQ(sa.kernel.toString(), sb.kernel.toString());
+  EXPECT_EQ(renderNftJson(sa.kernel.nft).json, renderNftJson(sb.kernel.nft).json);
+}
+
+TEST(DesiredState, UnknownSelfIsAnError) {
+  auto v = topology("n9");
+  EXPECT_FALSE(computeDesiredState(v, config()).ok());
+  v = topology("n1");
+  v.nodes[0].ipv4.reset();
+  v.nodes[0].ipv6.reset();
+  EXPECT_FALSE(computeDesiredState(v, config()).ok());
+}
+
+TEST(NftJson, HolderSnatsToTheEgressIPAndTheDigestFollowsTheContent) {
+  auto holder = renderNftJson(compute(topology("n1")).kernel.nft);
+  auto source = renderNftJson(compute(topology("n3")).kernel.nft);
+  rapidjson::Document d;
+  d.Parse(holder.json.c_str());
+  ASSERT_FALSE(d.HasParseError());
+  ASSERT_TRUE(d.HasMember("nftables"));
+  EXPECT_THAT(holder.json, HasSubstr(R"("snat":{"family":"ip","addr":"192.168.50.200"})"));
+  EXPECT_THAT(source.json, Not(HasSubstr(R"("addr":"192.168.50.200")")));
+  // Identity SNAT into the tunnel on every node: the CNI's MASQUERADE cannot claim it.
+  EXPECT_THAT(
+      source.json,
+      HasSubstr(R"("snat":{"family":"ip","addr":{"payload":{"protocol":"ip","field":"saddr"}}})"));
+  EXPECT_THAT(holder.json, HasSubstr("\"comment\":\"" + nftTag(holder.digest) + "\""));
+  EXPECT_NE(holder.digest, source.digest);
+  EXPECT_EQ(holder.digest, renderNftJson(compute(topology("n1")).kernel.nft).digest);
+  EXPECT_EQ(holder.digest.size(), 16U);
+}
+
+}  // namespace
+}  // namespace egress::dataplane
+
+namespace egress::dataplane {
+namespace {
+
+TEST(DesiredState, EveryNodeAsksForForwardingLooseTunnelRpFilterAndTheUplinksProxyParameters) {
+  for (const char* node : {"n1", "n3"}) {
+    auto s = lines(compute(topology(node)).kernel.sysctls);
+    EXPECT_THAT(s, Contains("net/ipv4/ip_forward = 1"));
+    EXPECT_THAT(s, Contains("net/ipv6/conf/all/forwarding = 1"));
+    EXPECT_THAT(s, Contains("net/ipv4/conf/egw0/rp_filter = 2"));
+    EXPECT_THAT(s, Contains("net/ipv4/neigh/eth0/proxy_delay = 0"));
+    EXPECT_THAT(s, Contains("net/ipv6/conf/eth0/proxy_ndp = 1"));
+    EXPECT_THAT(s, Contains("net/ipv6/neigh/eth0/proxy_delay = 0"));
+    // proxy_arp would answer for every address the node routes, not only the held ones.
+    for (const auto& line : s) {
+      EXPECT_THAT(line, Not(HasSubstr("proxy_arp"))) << node;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace egress::dataplane

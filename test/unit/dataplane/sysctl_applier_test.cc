@@ -1,0 +1,50 @@
+// Runs in its own network namespace (netns_main.cc, whose /proc/sys/net is its own): sets the
+// sysctls a node's desired state names, reads them back, and checks that a second pass writes
+// nothing and that a parameter the kernel lacks is an error naming it.
+#include "pkg/dataplane/sysctl_applier.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "pkg/dataplane/link_applier.h"
+#include "test/unit/dataplane/kernel_test_util.h"
+
+namespace egress::dataplane {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+using testing::sh;
+
+TEST(SysctlApplier, SetsWhatTheNodeNeedsOnceAndReadsItBack) {
+  sh("ip link add eth0 type veth peer name eth0-peer && ip link set eth0 up");
+  sh("ip addr add 192.168.50.13/24 dev eth0");
+  auto want = testing::desiredOf(testing::dualStackTopology("n3"));
+  ASSERT_TRUE(LinkApplier().apply(want.kernel).ok());  // the tunnel's rp_filter needs egw0
+  EXPECT_THAT(testing::sorted(want.kernel.sysctls), Contains("net/ipv4/ip_forward = 1"));
+  EXPECT_THAT(testing::sorted(want.kernel.sysctls), Contains("net/ipv4/conf/egw0/rp_filter = 2"));
+  sh("sysctl -qw net.ipv4.ip_forward=0 net.ipv4.conf.egw0.rp_filter=0");
+  SysctlApplier s;
+  auto first = s.apply(want.kernel.sysctls);
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_GE(*first, 2);
+  for (const auto& w : want.kernel.sysctls) {
+    EXPECT_EQ(*s.read(w.path), w.value) << w.path;
+  }
+  EXPECT_EQ(testing::output("sysctl -n net.ipv4.conf.egw0.rp_filter"), "2\n");
+  EXPECT_EQ(testing::output("sysctl -n net.ipv6.conf.eth0.proxy_ndp"), "1\n");
+  auto again = s.apply(want.kernel.sysctls);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(*again, 0);
+  ASSERT_TRUE(LinkApplier().removeAll().ok());
+}
+
+TEST(SysctlApplier, AParameterTheKernelLacksIsAnErrorNamingIt) {
+  auto r = SysctlApplier().apply({{"net/ipv4/conf/nosuch0/rp_filter", "2"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error(), HasSubstr("net/ipv4/conf/nosuch0/rp_filter"));
+}
+
+}  // namespace
+}  // namespace egress::dataplane

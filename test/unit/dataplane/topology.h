@@ -1,0 +1,58 @@
+// File: topology.h
+//
+// The cluster of dataplane.md §3 as a ClusterView, for the data plane's tests: three nodes on
+// 192.168.50.0/24 (dual-stack InternalIPs), policy default/web selecting p1@n1 and p3@n3, its
+// egress IP .200 held by the gateway pod on n1, every agent Lease fresh.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "pkg/dataplane/cluster_view.h"
+
+namespace egress::dataplane::testing {
+
+inline ipam::Address ip(const char* text) {
+  return *ipam::parseAddress(text);
+}
+inline ipam::Prefix cidr(const char* text) {
+  return *ipam::parseAddressOrCIDR(text);
+}
+
+inline const meta::Time kNow = meta::Time{} + std::chrono::hours(1000);
+
+inline ClusterView topology(const std::string& self) {
+  ClusterView v;
+  v.self = self;
+  v.now = kNow;
+  v.nodes = {{"n1", ip("192.168.50.11"), ip("fd00:50::11")},
+             {"n2", ip("192.168.50.12"), ip("fd00:50::12")},
+             {"n3", ip("192.168.50.13"), ip("fd00:50::13")}};
+  PolicyView p;
+  p.key = "default/web";
+  p.egressIPs = {ip("192.168.50.200")};
+  p.destinations = {cidr("192.168.50.96/28")};
+  p.excluded = {cidr("10.244.0.0/16"), cidr("192.168.50.101/32")};
+  p.sources = {{ip("10.244.1.2"), "n1"}, {ip("10.244.3.2"), "n3"}};
+  v.policies = {p};
+  v.gateways = {{"default/egw-web-a", "n1", {ip("192.168.50.200")}, false, false}};
+  for (const char* n : {"n1", "n2", "n3"}) {
+    v.leases.push_back({n, kNow - std::chrono::seconds(1), std::chrono::seconds(6)});
+  }
+  return v;
+}
+
+// The same cluster dual-stack: the gateway pod on n1 holds 192.168.50.200 and fd00:50::200.
+inline ClusterView dualStackTopology(const std::string& self) {
+  auto v = topology(self);
+  auto& p = v.policies[0];
+  p.egressIPs.push_back(ip("fd00:50::200"));
+  p.destinations.push_back(cidr("0.0.0.0/0"));
+  p.destinations.push_back(cidr("fd00:50::/64"));
+  p.excluded.push_back(cidr("fd00:244::/48"));
+  p.sources.push_back({ip("fd00:244:3::2"), "n3"});
+  v.gateways[0].egressIPs = p.egressIPs;
+  return v;
+}
+
+}  // namespace egress::dataplane::testing
