@@ -65,6 +65,6 @@ for target in "${targets[@]}"; do
     mkdir -p "$seeds"
     cp "$merged"/* "$seeds/"
     echo "${target}: committed corpus now $(find "$seeds" -type f | wc -l) files," \
-      "$(du -sk "$seeds" | cut -f1) KiB"
+      "$(du -sb --apparent-size "$seeds" | cut -f1) bytes"
   fi
 done
