@@ -50,7 +50,7 @@ for target in "${targets[@]}"; do
   status=0
   "$build/test/fuzz/${target}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$build/artifacts/" "$corpus" >"$log" 2>&1 || status=$?
-  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|SUMMARY)|_fuzz: ' "$log" || true
+  grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|SUMMARY)|_fuzz: ' "$log" || true
   if [ "$status" -ne 0 ]; then
     tail -n 40 "$log" >&2
     echo "${target}_fuzz: a finding (exit $status), see $log and $build/artifacts/" >&2
