@@ -66,7 +66,8 @@ demo: testenv build
 bench: testenv build
 	hack/bench.sh $(BUILD_DIR)
 
-# libFuzzer on the generated decoders (clang-14, ASan + UBSan, its own build dir: build/fuzz).
+# libFuzzer: the generated decoders, pkg/ipam, the watch decoder and the kubeconfig loader, each
+# FUZZ_SECONDS from its committed corpus (clang-14, ASan + UBSan, its own build dir: build/fuzz).
 fuzz: deps
 	hack/fuzz.sh $(FUZZ_SECONDS)
 

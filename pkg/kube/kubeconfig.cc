@@ -70,6 +70,8 @@ Result<std::string> checkProxyUrl(const ClusterEntry& c) {
   return c.proxyUrl;
 }
 
+}  // namespace
+
 Result<RestConfig> buildRestConfig(const MergedKubeconfig& m, const KubeconfigOptions& options) {
   const std::string files = joinComma(m.files);
   const std::string contextName = options.context.empty() ? m.currentContext : options.context;
@@ -234,8 +236,6 @@ Result<RestConfig> buildRestConfig(const MergedKubeconfig& m, const KubeconfigOp
   }
   return config;
 }
-
-}  // namespace
 
 Result<RestConfig> loadKubeconfig(const KubeconfigOptions& options) {
   auto merged = readKubeconfigFiles(options.paths);

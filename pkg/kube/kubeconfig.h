@@ -31,4 +31,13 @@ struct KubeconfigOptions {
 
 Result<RestConfig> loadKubeconfig(const KubeconfigOptions& options);
 
+struct MergedKubeconfig;
+
+// loadKubeconfig's second half, on files already read (readKubeconfigFiles or parseKubeconfig):
+// the selected context's cluster and user as a RestConfig. Reads the files the model points at
+// (certificate-authority, client-certificate, client-key, tokenFile); never runs an exec plugin
+// (its provider runs it on first use). options.paths is not used.
+Result<RestConfig> buildRestConfig(const MergedKubeconfig& merged,
+                                   const KubeconfigOptions& options);
+
 }  // namespace egress::kube

@@ -366,6 +366,42 @@ class FileParser {
   fs::path dir_;
 };
 
+// Parses one file's text into `into`, as read from `file` (named in errors; relative paths
+// resolve against its folder).
+Result<Ok> parseInto(std::string_view text, const std::string& file, MergedKubeconfig& into) {
+  if (text.size() > kMaxKubeconfigBytes) {
+    return Error::config(file + ": larger than " + std::to_string(kMaxKubeconfigBytes) + " bytes");
+  }
+  std::error_code ec;
+  fs::path absolute = fs::absolute(file, ec);
+  if (ec) {
+    absolute = file;
+  }
+  FileParser parser(file, absolute.parent_path());
+  // yaml-cpp reports errors by throwing, from Load and from node accessors alike; nothing may
+  // escape this boundary.
+  try {
+    // Load, not LoadAll: yaml-cpp 0.7's LoadAll can loop forever on malformed input. Only the
+    // first document counts, as for kubectl.
+    const YAML::Node root = YAML::Load(std::string(text));
+    if (auto r = parser.parse(root, into); !r) {
+      return r.error();
+    }
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) {
+      return Error::config(file + ": invalid YAML: " + e.msg);
+    }
+    return Error::config(file + ": invalid YAML at line " + std::to_string(e.mark.line + 1) +
+                         ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+  } catch (const std::exception& e) {
+    return Error::config(file + ": cannot load: " + e.what());
+  } catch (...) {
+    return Error::config(file + ": cannot load: unknown error");
+  }
+  into.files.push_back(file);
+  return Ok{};
+}
+
 // Loads one file into `into`. Returns false if it does not exist and may be skipped.
 Result<bool> loadFile(const std::string& path, bool mustExist, MergedKubeconfig& into) {
   auto contents = readBoundedFile(path, kMaxKubeconfigBytes, FileKind::Any);
@@ -378,33 +414,9 @@ Result<bool> loadFile(const std::string& path, bool mustExist, MergedKubeconfig&
     }
     return false;
   }
-  std::error_code ec;
-  fs::path absolute = fs::absolute(path, ec);
-  if (ec) {
-    absolute = path;
+  if (auto parsed = parseInto((*contents)->data, path, into); !parsed) {
+    return parsed.error();
   }
-  FileParser parser(path, absolute.parent_path());
-  // yaml-cpp reports errors by throwing, from Load and from node accessors alike; nothing may
-  // escape this boundary.
-  try {
-    // Load, not LoadAll: yaml-cpp 0.7's LoadAll can loop forever on malformed input. Only the
-    // first document counts, as for kubectl.
-    const YAML::Node root = YAML::Load((*contents)->data);
-    if (auto r = parser.parse(root, into); !r) {
-      return r.error();
-    }
-  } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) {
-      return Error::config(path + ": invalid YAML: " + e.msg);
-    }
-    return Error::config(path + ": invalid YAML at line " + std::to_string(e.mark.line + 1) +
-                         ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
-  } catch (const std::exception& e) {
-    return Error::config(path + ": cannot load: " + e.what());
-  } catch (...) {
-    return Error::config(path + ": cannot load: unknown error");
-  }
-  into.files.push_back(path);
   return true;
 }
 
@@ -432,6 +444,14 @@ Result<MergedKubeconfig> readKubeconfigFiles(const std::vector<std::string>& pat
   }
   if (merged.files.empty()) {
     return Error::config("none of the kubeconfig files exist: " + joinComma(paths));
+  }
+  return merged;
+}
+
+Result<MergedKubeconfig> parseKubeconfig(std::string_view text, const std::string& file) {
+  MergedKubeconfig merged;
+  if (auto parsed = parseInto(text, file, merged); !parsed) {
+    return parsed.error();
   }
   return merged;
 }

@@ -78,4 +78,9 @@ struct MergedKubeconfig {
 // (KUBECONFIG) missing files are skipped, as long as one exists.
 Result<MergedKubeconfig> readKubeconfigFiles(const std::vector<std::string>& paths);
 
+// One kubeconfig's text, parsed as readKubeconfigFiles parses each file it reads (the same
+// checks, the same errors), as if read from `file`: errors name it and relative paths resolve
+// against its folder. Reads nothing from the file system (the fuzz target's entry point).
+Result<MergedKubeconfig> parseKubeconfig(std::string_view text, const std::string& file);
+
 }  // namespace egress::kube

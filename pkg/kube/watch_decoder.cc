@@ -252,12 +252,16 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
     if (nl == nullptr) {
       scanned_ = end_ - begin_;
       if (scanned_ > maxEventBytes_) {
-        return Error::decode("watch event larger than " + std::to_string(maxEventBytes_) +
-                             " bytes");
+        return eventTooLarge();
       }
       return std::optional<WatchEvent>();
     }
     const std::string_view line(start, static_cast<size_t>(nl - start));
+    if (line.size() > maxEventBytes_) {
+      // The same limit as for a line still waiting for its newline, so that whether an event
+      // is refused does not depend on how the network cut the stream into reads.
+      return eventTooLarge();
+    }
     begin_ += line.size() + 1;
     scanned_ = 0;
     if (isBlank(line)) {
@@ -269,6 +273,10 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
     }
     return std::optional<WatchEvent>(std::move(*event));
   }
+}
+
+Error WatchDecoder::eventTooLarge() const {
+  return Error::decode("watch event larger than " + std::to_string(maxEventBytes_) + " bytes");
 }
 
 Result<Ok> WatchDecoder::feed(std::string_view bytes, std::vector<WatchEvent>& out) {

@@ -76,6 +76,8 @@ struct WatchEvent {
 
 class WatchDecoder {
  public:
+  // An event line (its newline not counted) longer than maxEventBytes is a decode error,
+  // however the line arrives.
   explicit WatchDecoder(size_t maxEventBytes = size_t{256} << 20);
 
   // Room for `size` more bytes at the end of what is held; read into it, then commit() what
@@ -93,6 +95,7 @@ class WatchDecoder {
 
  private:
   Result<WatchEvent> decodeLine(std::string_view line);
+  Error eventTooLarge() const;
 
   size_t maxEventBytes_;
   std::vector<char> buffer_;

@@ -595,6 +595,52 @@ TEST(Kubeconfig, LoadRestConfigOrder) {
   }
 }
 
+// parseKubeconfig + buildRestConfig (the fuzz target's entry points) are loadKubeconfig on text:
+// the same RestConfig, relative paths resolved against the notional file's folder, errors
+// naming that file, and nothing read until buildRestConfig reads what the model points at.
+TEST(Kubeconfig, TextEntryPointMatchesTheFileLoader) {
+  TempDir dir;
+  const std::string text =
+      "current-context: c\n"
+      "clusters: [{name: k, cluster: {server: \"127.0.0.1:6443/\", certificate-authority: "
+      "ca.crt}}]\n"
+      "contexts: [{name: c, context: {cluster: k, user: u, namespace: ns}}]\n"
+      "users: [{name: u, user: {token: t}}]\n";
+  dir.write("config", text);
+  dir.write("ca.crt", "CA");
+  const std::string notional = dir.path() + "/config";
+
+  auto merged = parseKubeconfig(text, notional);
+  ASSERT_TRUE(merged) << merged.error().message();
+  EXPECT_EQ(merged->files, std::vector<std::string>{notional});
+  EXPECT_EQ(merged->clusters.at("k").caFile, dir.path() + "/ca.crt");
+  auto fromText = buildRestConfig(*merged, KubeconfigOptions{});
+  ASSERT_TRUE(fromText) << fromText.error().message();
+  auto fromFile = load({notional});
+  ASSERT_TRUE(fromFile) << fromFile.error().message();
+  EXPECT_EQ(fromText->server, "https://127.0.0.1:6443");
+  EXPECT_EQ(fromText->server, fromFile->server);
+  EXPECT_EQ(fromText->caPem, "CA");
+  EXPECT_EQ(fromText->caPem, fromFile->caPem);
+  EXPECT_EQ(fromText->defaultNamespace, "ns");
+
+  // A name that does not exist: parsing does not look at the file system at all.
+  auto elsewhere = parseKubeconfig(text, dir.path() + "/no/such/dir/config");
+  ASSERT_TRUE(elsewhere) << elsewhere.error().message();
+  EXPECT_EQ(elsewhere->clusters.at("k").caFile, dir.path() + "/no/such/dir/ca.crt");
+  auto unreadable = buildRestConfig(*elsewhere, KubeconfigOptions{});
+  ASSERT_FALSE(unreadable);
+  EXPECT_THAT(unreadable.error().message(), HasSubstr("certificate-authority"));
+
+  auto invalid = parseKubeconfig("clusters: [", notional);
+  ASSERT_FALSE(invalid);
+  EXPECT_EQ(invalid.error().kind(), Error::Kind::Config);
+  EXPECT_THAT(invalid.error().message(), HasSubstr(notional + ": invalid YAML"));
+  auto huge = parseKubeconfig(std::string(kMaxKubeconfigBytes + 1, '#'), notional);
+  ASSERT_FALSE(huge);
+  EXPECT_THAT(huge.error().message(), HasSubstr("larger than"));
+}
+
 TEST(Base64, DecodesStandardAlphabetToleratingWhitespace) {
   EXPECT_EQ(base64Decode("aGVsbG8="), "hello");
   EXPECT_EQ(base64Decode("aGVs\n bG8=\r\n"), "hello");

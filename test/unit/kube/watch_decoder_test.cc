@@ -81,6 +81,30 @@ TEST(WatchDecoder, OversizedEventIsRefusedInsteadOfBufferedForever) {
   EXPECT_THAT(r.error().message(), HasSubstr("larger than 1024"));
 }
 
+// Found by test/fuzz/watch_fuzz.cc: the limit held only for a line still waiting for its
+// newline, so an oversized event that arrived in one read with its newline was decoded, and the
+// same bytes cut into two reads were refused. The limit is on the line, however it arrives.
+TEST(WatchDecoder, OversizedEventIsRefusedWhateverTheReads) {
+  const std::string line =
+      R"({"type":"ADDED","object":{"metadata":{"name":")" + std::string(100, 'x') + "\"}}}\n";
+  for (size_t cut : {size_t{0}, size_t{70}, line.size() - 1}) {
+    WatchDecoder d(64);
+    std::vector<WatchEvent> events;
+    auto first = d.feed(std::string_view(line).substr(0, cut), events);
+    auto r = first ? d.feed(std::string_view(line).substr(cut), events) : first;
+    ASSERT_FALSE(r) << "cut at " << cut;
+    EXPECT_THAT(r.error().message(), HasSubstr("larger than 64")) << "cut at " << cut;
+    EXPECT_TRUE(events.empty()) << "cut at " << cut;
+  }
+  // At the limit exactly (the newline not counted) it is an event.
+  const std::string fits = R"({"type":"ADDED","object":{"n":")" + std::string(30, 'x') + "\"}}";
+  ASSERT_EQ(fits.size(), 64u);
+  WatchDecoder d(64);
+  std::vector<WatchEvent> events;
+  ASSERT_TRUE(d.feed(fits + "\n", events));
+  EXPECT_EQ(events.size(), 1u);
+}
+
 TEST(WatchDecoder, ErrorEventCarriesStatus) {
   WatchDecoder d;
   std::vector<WatchEvent> events;
