@@ -476,23 +476,43 @@ TEST_F(FaultE2E, ConflictingWritersDoNotLoseStatusOrAddresses) {
   const double r0 = op.reconciles("egressgateway");
   std::atomic<bool> stop{false};
   std::atomic<int> touches{0};
-  std::thread writer([&] {
-    for (int i = 0; !stop; ++i) {
-      if (controlPlane()
-              .kubectl({"annotate", "egp", "--all", "-n", ns_, "--overwrite",
-                        "fault-e2e/touch=" + std::to_string(i)})
-              .ok()) {
-        ++touches;
+  // Two writers: every policy, and the ten whose status changes below, so that an update lands
+  // between the operator's read of a policy and its status write often enough to be seen.
+  auto writer = [&](const std::vector<std::string>& args) {
+    return std::thread([&, args] {
+      for (int i = 0; !stop; ++i) {
+        auto a = args;
+        a.push_back("fault-e2e/touch=" + std::to_string(i));
+        touches += controlPlane().kubectl(a).ok() ? 1 : 0;
       }
-    }
-  });
+    });
+  };
+  std::vector<std::string> churned = {"annotate", "egp", "-n", ns_, "--overwrite"};
+  for (int i = 20; i < 30; ++i) {
+    churned.push_back("p" + std::to_string(i));
+  }
+  std::thread all = writer({"annotate", "egp", "--all", "-n", ns_, "--overwrite"});
+  std::thread some = writer(churned);
   const auto start = Clock::now();
-  // Status changes meanwhile: selectedPods (pods replaced) and ledgers (two policies scaled).
-  churnSourcePods({20, 21, 22, 23, 24, 25, 26, 27, 28, 29}, "c6");
+  // Status changes meanwhile: the ledgers of two policies (scaled), and selectedPods of ten
+  // (their source pods replaced, round after round, for 20 s).
   ASSERT_TRUE(apply(mainPolicy(2, 2) + "---\n" + mainPolicy(3, 2)));
-  std::this_thread::sleep_for(20s - (Clock::now() - start));
+  std::string previous;
+  for (int round = 0; Clock::now() - start < 20s; ++round) {
+    std::vector<std::string> del = {"delete", "pod", "-n", ns_, "--wait=false"};
+    std::string docs;
+    const std::string tag = "src-c6-" + std::to_string(round) + "-";
+    for (int i = 20; i < 30; ++i) {
+      del.push_back((round == 0 ? std::string("src-") : previous) + std::to_string(i));
+      docs += (docs.empty() ? "" : "---\n") + sourcePod(tag + std::to_string(i), i);
+    }
+    EXPECT_TRUE(controlPlane().kubectl(del).ok());
+    EXPECT_TRUE(apply(docs));
+    previous = tag;
+  }
   stop = true;
-  writer.join();
+  all.join();
+  some.join();
   const auto ended = Clock::now();
   const auto r =
       checkInvariants(before, op, {&op}, r0, ended, {.pool = pool_, .maxCaseReconciles = 3000});
