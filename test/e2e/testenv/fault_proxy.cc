@@ -335,8 +335,8 @@ void FaultProxy::answerHttp(Connection& c) {
         response += "Retry-After: " + std::to_string(retryAfter) + "\r\n";
       }
       response += "\r\n" + body;
+      ++faultsAnswered_;  // before the answer, so a client that has it sees it counted
       ok = SSL_write(ssl, response.data(), static_cast<int>(response.size())) > 0;
-      ++faultsAnswered_;
       continue;
     }
     if (SSL_pending(ssl) == 0 && !readable(c.client)) {
