@@ -8,6 +8,8 @@
 #include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <spdlog/spdlog.h>
@@ -88,6 +90,9 @@ class LeaderElector::State : public std::enable_shared_from_this<State> {
     Kind kind;
     bool done = false;
     bool succeeded = false;
+    // Bound to the request's coroutine: emitted when its deadline passes (client-go runs a
+    // renewal under a RenewDeadline context for the same reason).
+    net::cancellation_signal cancel;
   };
 
   // Everything run() does before it waits for the last request.
@@ -112,8 +117,9 @@ class LeaderElector::State : public std::enable_shared_from_this<State> {
   net::awaitable<bool> releaseLease(Clock::TimePoint deadline);
 
   // Starts `kind` and waits until it completes, `deadline` passes or (if `stoppable`) stop();
-  // false unless it completed and succeeded. A request still in flight is left to finish on its
-  // own.
+  // false unless it completed and succeeded. At the deadline the request is cancelled (it ends
+  // at once with Cancelled); after stop() it is left to finish on its own, since it may be the
+  // one that makes this candidate holder and release() has to know.
   net::awaitable<bool> attempt(Operation::Kind kind, Clock::TimePoint deadline, bool stoppable);
   static net::awaitable<void> runOperation(std::shared_ptr<State> self,
                                            std::shared_ptr<Operation> op,
@@ -599,12 +605,19 @@ net::awaitable<bool> LeaderElector::State::attempt(Operation::Kind kind, Clock::
                                                    bool stoppable) {
   auto op = std::make_shared<Operation>(kind);
   inflight_ = op;
-  net::co_spawn(executor_, runOperation(shared_from_this(), op, deadline), rethrowUnhandled);
+  net::co_spawn(executor_, runOperation(shared_from_this(), op, deadline),
+                net::bind_cancellation_slot(op->cancel.slot(), rethrowUnhandled));
   while (!op->done && !abandoned_ && !(stoppable && stopping_) && clock_.now() < deadline) {
     co_await waitForWake(deadline);
   }
   if (!op->done) {
-    co_return false;  // still in flight: run() waits for it before it returns
+    // Without this a renewal sent into a partition stayed in flight until the link healed (the
+    // TCP connection outlives the partition), and with it the deposed leader's process, which
+    // waits for it before it ends (docs/reliability.md, case 3).
+    if (clock_.now() >= deadline) {
+      op->cancel.emit(net::cancellation_type::terminal);
+    }
+    co_return false;  // run() waits for it before it returns
   }
   inflight_.reset();
   co_return op->succeeded;

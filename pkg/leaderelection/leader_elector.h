@@ -33,7 +33,8 @@
 // Deliberate differences from client-go, each safer (the reasons are at the code):
 //  - The renew deadline counts from the start of the last successful renewal, not from the
 //    start of a polling round (client-go's allows up to retryPeriod + renewDeadline), and a
-//    request still in flight at the deadline does not extend leadership.
+//    request still in flight at the deadline does not extend leadership; it is cancelled then,
+//    as client-go's RenewDeadline context cancels its renewal.
 //  - A leader that reads another holder in the lock stops leading at once.
 //  - onStoppedLeading is awaited, and the lease is released only after it completed (client-go
 //    calls it after the release, without waiting for the work it stops). After stop() the lease

@@ -61,15 +61,23 @@ size_t FakeLeaseStore::count(const std::string& verb, const std::string& identit
   return n;
 }
 
-net::awaitable<void> FakeLeaseLock::waitWhileHung(const bool* hang) {
+// Like the REST client, a hung request cancelled through Asio ends at once with Cancelled.
+net::awaitable<bool> FakeLeaseLock::waitWhileHung(const bool* hang) {
   while (*hang) {
-    co_await store_->gate_.wait();
+    const bool woken = co_await store_->gate_.wait();
+    if (!woken) {
+      co_return false;
+    }
   }
+  co_return true;
 }
 
 net::awaitable<kube::Result<LockSnapshot>> FakeLeaseLock::get() {
   store_->calls_.push_back({"get", identity_, store_->clock_->now()});
-  co_await waitWhileHung(&store_->hangGets);
+  const bool proceed = co_await waitWhileHung(&store_->hangGets);
+  if (!proceed) {
+    co_return kube::Error::cancelled();
+  }
   maybeThrow(&store_->getThrows, "get");
   if (!store_->getErrors.empty()) {
     kube::Error e = store_->getErrors.front();
@@ -102,7 +110,10 @@ net::awaitable<kube::Result<Ok>> FakeLeaseLock::create(LeaderElectionRecord reco
 
 net::awaitable<kube::Result<Ok>> FakeLeaseLock::update(LeaderElectionRecord record) {
   store_->calls_.push_back({"update", identity_, store_->clock_->now()});
-  co_await waitWhileHung(&store_->hangUpdates);
+  const bool proceed = co_await waitWhileHung(&store_->hangUpdates);
+  if (!proceed) {
+    co_return kube::Error::cancelled();
+  }
   maybeThrow(&store_->updateThrows, "update");
   if (!store_->updateErrors.empty()) {
     kube::Error e = store_->updateErrors.front();

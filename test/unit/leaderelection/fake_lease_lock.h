@@ -83,7 +83,8 @@ class FakeLeaseLock : public LeaseLock {
   std::string describe() const override { return "fake/lease"; }
 
  private:
-  net::awaitable<void> waitWhileHung(const bool* hang);
+  // False when the wait was cancelled.
+  net::awaitable<bool> waitWhileHung(const bool* hang);
 
   FakeLeaseStore* store_;
   std::string identity_;

@@ -413,19 +413,38 @@ TEST_F(LeaderElectorTest, GivesUpWhenRenewalsFailForRenewDeadline) {
 }
 
 // Deliberate deviation: a renewal request that hangs does not extend leadership past the
-// deadline; run() still waits for it before returning.
-TEST_F(LeaderElectorTest, HungRenewalDoesNotExtendLeadership) {
+// deadline. At the deadline it is cancelled (client-go's renewal runs under a RenewDeadline
+// context), so run() returns then instead of when the request would have ended on its own: a
+// renewal sent into a network partition used to keep the deposed leader's process alive until
+// the partition healed.
+TEST_F(LeaderElectorTest, HungRenewalIsCancelledAtTheDeadline) {
   auto a = candidate("a");
   start(*a);
   advanceTo(t0_ + seconds(2));
   store_.hangUpdates = true;
   advanceTo(t0_ + milliseconds(11'999));
   EXPECT_TRUE(a->elector->isLeader());
+  EXPECT_FALSE(a->finished);
   EXPECT_EQ(store_.count("update"), 2u);  // the one hanging since 4 s
   advanceTo(t0_ + seconds(12));
   EXPECT_FALSE(a->elector->isLeader());
   EXPECT_THAT(a->events, ElementsAre("new:a", "started", "stopped"));
-  EXPECT_FALSE(a->finished);  // the request is still in flight
+  EXPECT_TRUE(a->finished);  // the hung request was cancelled, not waited for
+  EXPECT_EQ(store_.count("update"), 2u);
+  EXPECT_EQ(store_.record()->holderIdentity, "a");  // nothing was written after the deadline
+}
+
+// A request that hangs through a stop() is not cancelled: it may be the one that makes this
+// candidate holder, which release() has to know. run() waits for it.
+TEST_F(LeaderElectorTest, HungAcquireIsWaitedForAfterStop) {
+  store_.hangGets = true;
+  auto a = candidate("a");
+  start(*a);
+  advanceTo(t0_ + seconds(30));
+  EXPECT_FALSE(a->finished);
+  a->elector->stop();
+  poll();
+  EXPECT_FALSE(a->finished);
   store_.releaseHung();
   poll();
   EXPECT_TRUE(a->finished);
