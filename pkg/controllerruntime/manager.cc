@@ -14,6 +14,7 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
+#include "pkg/base/heap_scavenger.h"
 #include "pkg/base/notifier.h"
 #include "pkg/cli/flag_set.h"
 #include "pkg/controllerruntime/endpoints.h"
@@ -32,6 +33,8 @@ namespace {
 constexpr std::chrono::milliseconds kSyncPollPeriod{100};
 // The EventRecorder gets what is left of the graceful timeout to flush, and at least this.
 constexpr std::chrono::seconds kMinEventFlush{1};
+// Free heap goes back to the kernel this often (heap_scavenger.h), whether leading or not.
+constexpr std::chrono::seconds kHeapReleasePeriod{30};
 
 std::string joinNames(const std::vector<std::string>& names) {
   return fmt::format("{}", fmt::join(names, ", "));
@@ -74,6 +77,7 @@ struct Manager::State : std::enable_shared_from_this<Manager::State> {
   std::unique_ptr<HttpServer> metricsServer;
   std::unique_ptr<HttpServer> healthProbeServer;
   std::unique_ptr<net::signal_set> signals;
+  std::unique_ptr<base::HeapScavenger> scavenger;
 
   std::vector<std::shared_ptr<Runnable>> runnables;
   // Per runnable: its run() is under way.
@@ -390,6 +394,7 @@ net::awaitable<int> shutDown(std::shared_ptr<State> s) {
   // the io_context and returns), from inside the io_context's destructor, after coroutines
   // that own part of what they use are gone (a second SIGTERM used to end in SIGSEGV so).
   s->factory->stop();
+  s->scavenger->stop();
   if (s->metricsServer) {
     s->metricsServer->stop();
   }
@@ -414,6 +419,7 @@ net::awaitable<int> runManager(std::shared_ptr<State> s) {
   if (s->signals) {
     armSignals(s);
   }
+  net::co_spawn(s->executor, s->scavenger->run(), rethrowUnhandled);
   if (co_await startUp(s)) {
     State* raw = s.get();
     co_await waitFor(s, [raw] { return raw->stopRequested; });
@@ -439,6 +445,8 @@ Result<std::unique_ptr<Manager>, std::string> Manager::create(const net::any_io_
     s->ownedClock = std::make_unique<RealClock>(executor);
     s->clock = s->ownedClock.get();
   }
+
+  s->scavenger = std::make_unique<base::HeapScavenger>(*s->clock, kHeapReleasePeriod);
 
   kube::RestConfig config;
   if (deps.restConfig) {

@@ -12,6 +12,7 @@
 //   4. with --leader-elect, the lease is won (until then the Manager is a standby);
 //   5. every runnable's start(), in order; an error is logged and run() returns non-zero;
 //   6. every runnable's run(), concurrently, until the Manager stops.
+// From start to stop it also returns free heap to the kernel every 30 s (heap_scavenger.h).
 //
 // It stops in one of three ways:
 //  - SIGTERM/SIGINT (or requestShutdown()): every runnable's stop() (no new keys), then their

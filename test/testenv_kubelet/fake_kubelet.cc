@@ -182,14 +182,14 @@ void FakeKubelet::startPods() {
 
 void FakeKubelet::observe(const core::Pod& pod) {
   const int node = nodeIndex(pod.spec.nodeName, options_.nodes);
-  if (node == 0 || pod.spec.hostNetwork || pod.status.podIP.empty()) {
+  if (node == 0 || pod.spec.hostNetwork || pod.status.podIPs.empty()) {
     return;
   }
   const std::string key = cache::objectKey(pod.metadata);
-  const std::string refused = addresses_.observe(node, key, pod.status.podIP);
+  const std::string& ip = pod.status.podIPs.front();
+  const std::string refused = addresses_.observe(node, key, ip);
   if (!refused.empty()) {
-    spdlog::warn("pod {} shows pod IP {}, which is not its own: {}", key, pod.status.podIP,
-                 refused);
+    spdlog::warn("pod {} shows pod IP {}, which is not its own: {}", key, ip, refused);
   }
 }
 

@@ -133,7 +133,6 @@ void trimPod(KubeletPod& pod) {
   release(pod.metadata.annotations);
   release(pod.metadata.ownerReferences);
   release(pod.metadata.finalizers);
-  release(pod.status.podIPs);
   std::erase_if(pod.status.conditions,
                 [](const core::PodCondition& c) { return c.type != "Ready"; });
   pod.status.conditions.shrink_to_fit();
@@ -141,7 +140,7 @@ void trimPod(KubeletPod& pod) {
   if (!pod.spec.nodeName.starts_with(kNodePrefix)) {
     release(pod.containers);
     release(pod.status.phase);
-    release(pod.status.podIP);
+    release(pod.status.podIPs);
     release(pod.status.conditions);
     pod.startTime.reset();
   }

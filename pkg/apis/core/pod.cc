@@ -30,8 +30,12 @@ meta::Decoded<PodStatus> decodePodStatus(const rapidjson::Value& v) {
   meta::FieldReader r(v);
   PodStatus s;
   r.read("phase", s.phase);
-  r.read("podIP", s.podIP);
+  std::string podIP;
+  r.read("podIP", podIP);
   r.list("podIPs", s.podIPs, decodePodIP);
+  if (s.podIPs.empty() && !podIP.empty()) {
+    s.podIPs.push_back(std::move(podIP));
+  }
   r.list("conditions", s.conditions, decodePodCondition);
   return r.finish(std::move(s));
 }

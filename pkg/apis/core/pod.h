@@ -36,8 +36,10 @@ struct PodCondition {
 
 struct PodStatus {
   std::string phase;  // Pending, Running, Succeeded, Failed, Unknown
-  std::string podIP;
-  std::vector<std::string> podIPs;  // status.podIPs[].ip; the first equals podIP
+  // status.podIPs[].ip, the pod's addresses (one per family). status.podIP, which only repeats the
+  // first, is not kept (32 bytes per cached pod); from a server that sends podIP alone (before
+  // 1.16), it becomes the one entry.
+  std::vector<std::string> podIPs;
   std::vector<PodCondition> conditions;
 
   bool operator==(const PodStatus&) const = default;

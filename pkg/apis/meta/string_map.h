@@ -58,6 +58,7 @@ class StringMap {
   iterator erase(const_iterator it) { return entries_.erase(it); }
   void clear() { entries_.clear(); }
   void reserve(size_t n) { entries_.reserve(n); }
+  size_t capacity() const { return entries_.capacity(); }
   void swap(StringMap& other) noexcept { entries_.swap(other.entries_); }
   // Gives back the spare capacity (decoders call it: a cached object never grows).
   void shrinkToFit() { entries_.shrink_to_fit(); }

@@ -12,7 +12,7 @@
 //   Namespace               cluster            name and labels (pools' namespaceSelectors)
 //   Pod                     all namespaces     what the operator reads (stripPod below): a
 //                                              source pod's IPs and node, a gateway pod's
-//                                              annotation and readiness
+//                                              uid, controller, annotation and readiness
 //   Deployment, ConfigMap,  all namespaces,    only the operator's own, selected on
 //   PodDisruptionBudget     labelled ours      app.kubernetes.io/managed-by
 //
@@ -35,6 +35,11 @@ namespace egress::controller {
 // node, the pod IPs, the phase and the Ready condition, and a gateway pod's controller owner
 // reference.
 void stripPod(core::Pod& pod);
+
+// A pod labelled as a policy's is one of its gateways only if a ReplicaSet of the gateway
+// Deployment `deployment` controls it: the label alone would let anyone who may create pods in
+// the namespace be handed an egress IP and the policy's traffic.
+bool controlledByGatewayReplicaSet(const core::Pod& pod, const std::string& deployment);
 // The same for namespaces: name and labels.
 void stripNamespace(core::Namespace& ns);
 

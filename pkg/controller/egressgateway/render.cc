@@ -340,11 +340,7 @@ GatewayData gatewayData(const v1alpha1::EgressGatewayPolicy& policy,
   }
   std::set<std::string> src;
   for (const auto& pod : sourcePods) {
-    std::vector<std::string> ips = pod->status.podIPs;
-    if (ips.empty() && !pod->status.podIP.empty()) {
-      ips.push_back(pod->status.podIP);
-    }
-    for (const auto& ip : ips) {
+    for (const auto& ip : pod->status.podIPs) {
       auto a = ipam::parseAddress(ip);
       if (a && familyWanted(families, a->family) && !pod->spec.nodeName.empty()) {
         src.insert(a->toString() + "@" + pod->spec.nodeName);

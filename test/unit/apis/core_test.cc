@@ -27,7 +27,6 @@ TEST(Pod, DecodesARealPod) {
   EXPECT_EQ(pod->spec.nodeName, "worker-3");
   EXPECT_TRUE(pod->spec.hostNetwork);
   EXPECT_EQ(pod->status.phase, "Running");
-  EXPECT_EQ(pod->status.podIP, "10.0.1.17");
   EXPECT_EQ(pod->status.podIPs, (std::vector<std::string>{"10.0.1.17", "fd00:10:0:1::17"}));
   ASSERT_EQ(pod->status.conditions.size(), 5u);
   EXPECT_EQ(pod->status.conditions[2], (PodCondition{"Ready", "True"}));
@@ -53,6 +52,20 @@ TEST(Pod, PendingPodHasNoIPs) {
   EXPECT_TRUE(pod->status.podIPs.empty());
   EXPECT_FALSE(pod->spec.hostNetwork);
   EXPECT_FALSE(isPodReady(*pod));
+}
+
+// A server before 1.16 sends status.podIP alone; it becomes the one entry of podIPs. When both are
+// there, podIPs is the whole truth.
+TEST(Pod, PodIPAloneBecomesTheOnlyPodIP) {
+  auto old =
+      parseAndDecode(R"({"metadata":{"name":"a"},"status":{"podIP":"10.0.0.9"}})", decodePod);
+  ASSERT_TRUE(old) << old.error().toString();
+  EXPECT_EQ(old->status.podIPs, (std::vector<std::string>{"10.0.0.9"}));
+  auto both = parseAndDecode(R"({"metadata":{"name":"a"},"status":{"podIP":"10.0.0.9",)"
+                             R"("podIPs":[{"ip":"10.0.0.9"},{"ip":"fd00::9"}]}})",
+                             decodePod);
+  ASSERT_TRUE(both) << both.error().toString();
+  EXPECT_EQ(both->status.podIPs, (std::vector<std::string>{"10.0.0.9", "fd00::9"}));
 }
 
 TEST(Pod, WrongTypesCarryThePath) {
@@ -82,7 +95,7 @@ TEST(Pod, DecodesAPodList) {
   EXPECT_EQ(list->metadata.resourceVersion, "48213400");
   ASSERT_EQ(list->items.size(), 2u);
   EXPECT_EQ(list->items[0], list->items[1]);
-  EXPECT_EQ(list->items[1].status.podIP, "10.0.1.17");
+  EXPECT_EQ(list->items[1].status.podIPs.front(), "10.0.1.17");
 }
 
 TEST(Node, DecodesARealNode) {

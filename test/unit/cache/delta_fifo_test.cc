@@ -263,6 +263,34 @@ TEST(Indexer, MaintainsNamespaceAndCustomIndexes) {
   EXPECT_FALSE(idx.indexKeys("nope", "x")) << "unknown index";
 }
 
+// The namespace index is the key order itself: a namespace's objects are the keys with its
+// prefix. Namespaces that are prefixes of one another, or that sort around '/', stay apart, and
+// cluster-scoped keys (no '/') are namespace "".
+TEST(Indexer, NamespaceIndexKeepsNamespacesThatArePrefixesApart) {
+  Indexer<TestObject> idx;
+  for (const auto& [ns, name] : std::vector<std::pair<std::string, std::string>>{
+           {"a", "x"}, {"a", "y"}, {"a-b", "x"}, {"ab", "x"}, {"a.b", "z"}, {"b", "x"}}) {
+    idx.put(ns + "/" + name, obj(name, "1", ns));
+  }
+  EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "a"), ElementsAre("a/x", "a/y"));
+  EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "a-b"), ElementsAre("a-b/x"));
+  EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "ab"), ElementsAre("ab/x"));
+  EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "a."), ElementsAre());
+  EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "c"), ElementsAre());
+  ASSERT_EQ(idx.byIndex(kNamespaceIndex, "a.b")->size(), 1u);
+  EXPECT_EQ(idx.byIndex(kNamespaceIndex, "a.b")->front()->metadata.name, "z");
+  EXPECT_THAT(idx.indexValues(kNamespaceIndex), ElementsAre("a-b", "a.b", "a", "ab", "b"));
+  idx.remove("a/x");
+  idx.remove("a/y");
+  EXPECT_THAT(idx.indexValues(kNamespaceIndex), ElementsAre("a-b", "a.b", "ab", "b"));
+
+  Indexer<TestObject> cluster;
+  cluster.put("n1", obj("n1", "1", ""));
+  cluster.put("n2", obj("n2", "1", ""));
+  EXPECT_THAT(*cluster.indexKeys(kNamespaceIndex, ""), ElementsAre("n1", "n2"));
+  EXPECT_THAT(cluster.indexValues(kNamespaceIndex), ElementsAre(""));
+}
+
 // Issue 8, item 18: an update computes the new object's index values once and compares them
 // with the ones the index already holds; it does not recompute them from the old object.
 TEST(Indexer, UpdatesComputeIndexValuesOncePerIndex) {

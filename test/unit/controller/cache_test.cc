@@ -11,6 +11,7 @@ core::Pod podWithEverything() {
   core::Pod pod;
   pod.metadata.name = "web-1";
   pod.metadata.namespace_ = "shop";
+  pod.metadata.uid = "6f1c2f0e-3b7a-4d1e-9c55-0a8f3e2d1b90";
   pod.metadata.labels = {{"app", "web"}};
   pod.metadata.annotations = {{"note", "kept out"},
                               {std::string(kEgressIPsAnnotation), "198.51.100.7"}};
@@ -20,7 +21,6 @@ core::Pod podWithEverything() {
   pod.metadata.finalizers = {"example.com/hold"};
   pod.spec.nodeName = "node-1";
   pod.status.phase = "Running";
-  pod.status.podIP = "10.244.1.5";
   pod.status.podIPs = {"10.244.1.5", "fd00:10:244:1::5"};
   pod.status.conditions = {{"PodScheduled", "True"}, {"Ready", "True"}, {"Initialized", "True"}};
   return pod;
@@ -34,6 +34,7 @@ TEST(StripPod, KeepsWhatTheOperatorReadsOfASourcePod) {
   ASSERT_EQ(pod.metadata.annotations.size(), 1u);
   EXPECT_EQ(pod.metadata.annotations.at(std::string(kEgressIPsAnnotation)), "198.51.100.7");
   EXPECT_TRUE(pod.metadata.ownerReferences.empty()) << "a source pod's owners are never read";
+  EXPECT_TRUE(pod.metadata.uid.empty()) << "nor its uid";
   EXPECT_TRUE(pod.metadata.finalizers.empty());
   EXPECT_EQ(pod.spec.nodeName, "node-1");
   EXPECT_EQ(pod.status.podIPs.size(), 2u);
@@ -46,8 +47,37 @@ TEST(StripPod, AGatewayPodKeepsItsController) {
   pod.metadata.labels.emplace(std::string(kPolicyLabel), "prod");
   stripPod(pod);
   ASSERT_EQ(pod.metadata.ownerReferences.size(), 1u);
+  EXPECT_FALSE(pod.metadata.uid.empty());
   EXPECT_EQ(pod.metadata.ownerReferences[0].kind, "ReplicaSet");
   EXPECT_EQ(pod.metadata.ownerReferences[0].name, "web-5d4f");
+}
+
+// Most pods carry annotations and none of ours: nothing of their storage may stay behind.
+TEST(StripPod, APodWithoutOurAnnotationKeepsNoAnnotationStorage) {
+  core::Pod pod = podWithEverything();
+  pod.metadata.annotations.erase(std::string(kEgressIPsAnnotation));
+  ASSERT_GT(pod.metadata.annotations.capacity(), 0u);
+  stripPod(pod);
+  EXPECT_TRUE(pod.metadata.annotations.empty());
+  EXPECT_EQ(pod.metadata.annotations.capacity(), 0u);
+}
+
+TEST(GatewayPod, OnlyAReplicaSetOfTheGatewayDeploymentMakesOne) {
+  core::Pod pod = podWithEverything();  // controlled by ReplicaSet web-5d4f
+  pod.metadata.labels.insert_or_assign("pod-template-hash", "5d4f");
+  EXPECT_TRUE(controlledByGatewayReplicaSet(pod, "web"));
+  EXPECT_FALSE(controlledByGatewayReplicaSet(pod, "we")) << "another Deployment's ReplicaSet";
+  pod.metadata.labels.insert_or_assign("pod-template-hash", "0000");
+  EXPECT_FALSE(controlledByGatewayReplicaSet(pod, "web")) << "not the pod's own template";
+  pod.metadata.labels.erase("pod-template-hash");
+  EXPECT_FALSE(controlledByGatewayReplicaSet(pod, "web"));
+  core::Pod bare = podWithEverything();
+  bare.metadata.ownerReferences.clear();
+  bare.metadata.labels.insert_or_assign("pod-template-hash", "5d4f");
+  EXPECT_FALSE(controlledByGatewayReplicaSet(bare, "web")) << "a labelled pod made by hand";
+  core::Pod job = bare;
+  job.metadata.ownerReferences.push_back({"batch/v1", "Job", "web-5d4f", "uid-3", true, true});
+  EXPECT_FALSE(controlledByGatewayReplicaSet(job, "web"));
 }
 
 TEST(StripPod, AnUnreadyPodKeepsNoCondition) {

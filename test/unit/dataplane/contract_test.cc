@@ -24,7 +24,6 @@ TEST(Contract, ConfigMapRenderedByTheOperatorParses) {
   policy.spec.excludedCIDRs = {"192.168.50.101/32"};
   auto pod = std::make_shared<core::Pod>();
   pod->spec.nodeName = "n3";
-  pod->status.podIP = "10.244.3.2";
   pod->status.podIPs = {"10.244.3.2", "fd00:244:3::2"};
   std::vector<ipam::Entry> ledger{
       {*ipam::parseAddress("192.168.50.200"), *ipam::parseAddress("fd00:50::200")}};

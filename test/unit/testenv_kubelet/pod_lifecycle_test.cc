@@ -165,13 +165,13 @@ TEST(PodLifecycle, TrimLeavesOnlyIdentityOfPodsOnOtherNodes) {
   KubeletPod pod = boundPod();
   pod.spec.nodeName = "worker-1";
   pod.status.phase = "Running";
-  pod.status.podIP = "10.0.0.5";
+  pod.status.podIPs = {"10.0.0.5"};
   trimPod(pod);
   EXPECT_EQ(pod.metadata.name, "web-1");
   EXPECT_EQ(pod.spec.nodeName, "worker-1");
   EXPECT_TRUE(pod.containers.empty());
   EXPECT_EQ(pod.status.phase, "");
-  EXPECT_EQ(pod.status.podIP, "");
+  EXPECT_TRUE(pod.status.podIPs.empty());
 }
 
 }  // namespace
