@@ -157,9 +157,11 @@ nodes_ready() {
 default_sa_ready() { # pods can only be created once the default ServiceAccount has its token
   [ -n "$(tkubectl "$dir" -n default get serviceaccount default -o jsonpath='{.secrets[0].name}')" ]
 }
-wait_for "apiserver /readyz" 60 readyz
-wait_for "$nodes Ready untainted nodes" 60 nodes_ready
-wait_for "default ServiceAccount token" 60 default_sa_ready
+# Generous: on a 2-core machine that also builds, the controller-manager's token controller took
+# over 60 s at a load of 10-12 (the waits return as soon as the condition holds).
+wait_for "apiserver /readyz" 120 readyz
+wait_for "$nodes Ready untainted nodes" 120 nodes_ready
+wait_for "default ServiceAccount token" 180 default_sa_ready
 
 started=1
 echo "TESTENV_DIR=$dir"
