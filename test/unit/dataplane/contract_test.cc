@@ -11,6 +11,7 @@ namespace {
 
 TEST(Contract, NamesMatchTheOperators) {
   EXPECT_EQ(kEgressIPsAnnotation, controller::kEgressIPsAnnotation);
+  EXPECT_EQ(kIPProgrammedCondition, controller::kIPProgrammedCondition);
   EXPECT_EQ(kPolicyLabel, controller::kPolicyLabel);
   EXPECT_EQ(std::string(kConfigMapPrefix) + "web", controller::gatewayName("web"));
 }
