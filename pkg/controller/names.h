@@ -50,6 +50,9 @@ inline constexpr std::string_view kIPProgrammedCondition = "egressgateway.dev/ip
 // the API server's default 300 s, so the Deployment replaces them while the IP moves.
 inline constexpr int64_t kAgentTolerationSeconds = 10;
 
+// egw-agent on node N renews Lease "egw-agent-N" (pkg/dataplane/cluster_view.h has the same).
+inline constexpr std::string_view kAgentLeasePrefix = "egw-agent-";
+
 // The Deployment, ConfigMap and PodDisruptionBudget of policy `policy`.
 std::string gatewayName(std::string_view policy);
 
@@ -69,6 +72,7 @@ kube::Resource podsResource();
 kube::Resource namespacesResource();
 kube::Resource deploymentsResource();
 kube::Resource configMapsResource();
+kube::Resource agentLeasesResource();
 // policy/v1 where the server has it (1.21+), else policy/v1beta1 (1.20): the operator asks the
 // server at start (serverHasPolicyV1) and uses the same object shape either way.
 kube::Resource podDisruptionBudgetsResource(bool policyV1);

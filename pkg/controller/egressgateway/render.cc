@@ -6,6 +6,7 @@
 
 #include "pkg/apis/meta/encode.h"
 #include "pkg/apis/networking/v1alpha1/zz_generated.codec.h"
+#include "pkg/controller/egressgateway/holder_moves.h"
 #include "pkg/controller/names.h"
 
 namespace egress::controller {
@@ -274,7 +275,7 @@ GatewayShape gatewayShape(const v1alpha1::EgressGatewayPolicy& policy,
   shape.priorityClassName = !own.priorityClassName.empty() || defaults == nullptr
                                 ? own.priorityClassName
                                 : defaults->priorityClassName;
-  shape.agent = config != nullptr && config->spec.dataplane && config->spec.dataplane->agent;
+  shape.agent = agentEnabled(config);
   return shape;
 }
 
