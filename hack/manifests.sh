@@ -31,6 +31,7 @@ render() {  # render CHART_DIR OUT_DIR
   # enter) for a second kubectl apply: one kubectl run maps every object to its API before it
   # creates any, and cannot map an OperatorConfig before its CRD exists.
   local order=(namespace crds serviceaccount clusterrole role deployment service
+               agent-serviceaccount agent-rbac agent-daemonset
                grafana-dashboard servicemonitor prometheusrule operatorconfig)
   local i=0 name target
   mkdir -p "$out/operatorconfig"

@@ -2,6 +2,7 @@
 // cluster. Wiring only: flags → logging → REST config → Manager → the main controller →
 // io_context.run().
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string>
@@ -26,17 +27,21 @@ constexpr int kExitUsage = 2;
 // Asks the server what it serves, then adds the main controller and runs the Manager. An API
 // server that cannot be reached is a clear message and exit 1, before anything else starts.
 net::awaitable<int> runOperator(egress::controllerruntime::Manager& manager, int workers,
-                                net::any_io_executor executor) {
+                                std::string agentLeaseNamespace, net::any_io_executor executor) {
   auto policyV1 = co_await egress::controller::serverHasPolicyV1(manager.client());
   if (!policyV1) {
     spdlog::error("egress-operator: cannot use the API server at {}: {}",
                   manager.client().config().server, policyV1.error());
     co_return kExitError;
   }
-  egress::controller::MainController::Options options{
-      workers,          manager.clock(),         std::move(executor),
-      manager.client(), manager.eventRecorder(), &manager.registry(),
-      *policyV1};
+  egress::controller::MainController::Options options{workers,
+                                                      manager.clock(),
+                                                      std::move(executor),
+                                                      manager.client(),
+                                                      manager.eventRecorder(),
+                                                      &manager.registry(),
+                                                      *policyV1,
+                                                      std::move(agentLeaseNamespace)};
   manager.add(std::make_unique<egress::controller::MainController>(std::move(options)));
   co_return co_await manager.run();
 }
@@ -67,6 +72,12 @@ int main(int argc, char** argv) {
   flags.addDouble("kube-api-qps", qps,
                   "Client-side limit of API requests per second (negative: no limit).");
   flags.addInt("kube-api-burst", burst, "Requests allowed above --kube-api-qps in a burst.");
+  const char* podNamespace = std::getenv("POD_NAMESPACE");
+  std::string agentLeaseNamespace = podNamespace != nullptr ? podNamespace : "";
+  flags.addString("agent-lease-namespace", agentLeaseNamespace,
+                  "Namespace of egw-agent's egw-agent-<node> Leases, which OperatorConfig "
+                  "spec.dataplane.agent moves stale holders by (default: $POD_NAMESPACE; empty: "
+                  "none are watched).");
   egress::controllerruntime::ManagerOptions managerOptions;
   egress::controllerruntime::addManagerFlags(flags, managerOptions);
 
@@ -142,16 +153,18 @@ int main(int argc, char** argv) {
   }
   spdlog::info("egress-operator {} starting", EGRESS_VERSION);
   int code = kExitError;
-  net::co_spawn(ioc, runOperator(**manager, static_cast<int>(workers), ioc.get_executor()),
-                [&](const std::exception_ptr& e, int result) {
-                  if (e) {
-                    std::rethrow_exception(e);
-                  }
-                  code = result;
-                  // Whatever the Manager abandoned (work past the graceful timeout, or
-                  // everything after a second signal) must not keep the process alive.
-                  ioc.stop();
-                });
+  net::co_spawn(
+      ioc,
+      runOperator(**manager, static_cast<int>(workers), agentLeaseNamespace, ioc.get_executor()),
+      [&](const std::exception_ptr& e, int result) {
+        if (e) {
+          std::rethrow_exception(e);
+        }
+        code = result;
+        // Whatever the Manager abandoned (work past the graceful timeout, or
+        // everything after a second signal) must not keep the process alive.
+        ioc.stop();
+      });
   ioc.run();
   spdlog::info("egress-operator exiting with code {}", code);
   return code;

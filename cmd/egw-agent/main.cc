@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
   egress::controllerruntime::Controller::Options base{"egw-agent", 1, m.clock(), ioc.get_executor(),
                                                       &m.registry()};
   auto agent = std::make_unique<egress::agent::Agent>(std::move(base), std::move(agentOptions),
-                                                      *renewer, m.registry());
+                                                      m.client(), *renewer, m.registry());
   *poke = agent->syncQueue();
   m.add(std::move(renewer));
   m.add(std::move(agent));

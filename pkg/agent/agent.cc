@@ -2,8 +2,10 @@
 
 #include <cstring>
 
+#include <boost/asio/this_coro.hpp>
 #include <spdlog/spdlog.h>
 
+#include "pkg/agent/pod_readiness.h"
 #include "pkg/cache/informer_factory.h"
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -88,10 +90,11 @@ uint32_t deviceMtu(const std::string& dev) {
 }
 
 Agent::Agent(controllerruntime::Controller::Options base, AgentOptions options,
-             const LeaseRenewer& renewer, prometheus::Registry& registry)
+             kube::RestClient& client, const LeaseRenewer& renewer, prometheus::Registry& registry)
     : Controller(std::move(base)),
       options_(std::move(options)),
       renewer_(renewer),
+      readiness_(std::make_shared<ReadinessWriter>(client, options_.nodeName)),
       metrics_(registry) {}
 
 Result<Ok, std::string> Agent::watchResources(cache::SharedInformerFactory& factory) {
@@ -271,6 +274,9 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
   metrics_.syncSucceeded(static_cast<int>(want->kernel.nft.policies.size()),
                          static_cast<int>(want->held.size()),
                          std::chrono::duration<double>(now.time_since_epoch()).count(), changes);
+  // After the kernel (in a dry run: after computing it), and never waited for.
+  const auto executor = co_await net::this_coro::executor;
+  readiness_->update(executor, pods_->indexer().list(), want->readyPods, now);
   co_return resync;
 }
 

@@ -8,7 +8,10 @@
 // wrote it: fencing does not wait for the informer), computes the desired kernel state
 // (pkg/dataplane) and applies it with the appliers (links, sysctls, rules and routes, nftables),
 // then announces newly held egress IPs by gratuitous ARP / unsolicited NA at 0, 1 and 2 s.
-// With dryRun nothing is applied or sent: the state is computed and counted only.
+// Then it has the readiness gate of its local gateway pods written (pod_readiness.h, through
+// pods/status, never waited for). With dryRun nothing is applied or sent: the state is computed and
+// counted only, and the readiness gate is written as if it had been (so the API side can be
+// tested).
 #pragma once
 
 #include <chrono>
@@ -18,6 +21,7 @@
 
 #include "pkg/agent/agent_metrics.h"
 #include "pkg/agent/lease_renewer.h"
+#include "pkg/agent/pod_readiness.h"
 #include "pkg/apis/coordination/lease.h"
 #include "pkg/apis/core/config_map.h"
 #include "pkg/apis/core/node.h"
@@ -30,6 +34,7 @@
 #include "pkg/dataplane/nft_applier.h"
 #include "pkg/dataplane/routing_applier.h"
 #include "pkg/dataplane/sysctl_applier.h"
+#include "pkg/kube/rest_client.h"
 
 namespace egress::agent {
 
@@ -47,8 +52,8 @@ struct AgentOptions {
 
 class Agent : public controllerruntime::Controller {
  public:
-  // `renewer` and `registry` must outlive the agent.
-  Agent(controllerruntime::Controller::Options base, AgentOptions options,
+  // `client`, `renewer` and `registry` must outlive the agent.
+  Agent(controllerruntime::Controller::Options base, AgentOptions options, kube::RestClient& client,
         const LeaseRenewer& renewer, prometheus::Registry& registry);
 
   // The sync's key, for the renewer's onChange.
@@ -66,6 +71,7 @@ class Agent : public controllerruntime::Controller {
 
   AgentOptions options_;
   const LeaseRenewer& renewer_;
+  std::shared_ptr<ReadinessWriter> readiness_;
   AgentMetrics metrics_;
   cache::SharedIndexInformer<core::Node>* nodes_ = nullptr;
   cache::SharedIndexInformer<core::ConfigMap>* configMaps_ = nullptr;

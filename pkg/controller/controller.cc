@@ -123,6 +123,9 @@ const std::string& MainController::name() const {
 
 Result<Ok, std::string> MainController::setUp(cache::SharedInformerFactory& factory) {
   cache_ = std::make_unique<Cache>(factory, options_.policyV1);
+  if (!options_.agentLeaseNamespace.empty()) {
+    cache_->watchAgentLeases(factory, options_.agentLeaseNamespace);
+  }
   ctx_ = std::make_unique<Context>(Context{options_.client,
                                            *cache_,
                                            allocator_,
@@ -143,13 +146,26 @@ Result<Ok, std::string> MainController::setUp(cache::SharedInformerFactory& fact
   ctx_->policies = egressGateway_->enqueuer();
   ctx_->pools = ipamPool_->enqueuer();
   ctx_->operatorConfig = operator_->enqueuer();
-  for (controllerruntime::Runnable* c : std::initializer_list<controllerruntime::Runnable*>{
-           egressGateway_.get(), ipamPool_.get(), operator_.get()}) {
+  if (cache_->agentLeases() != nullptr) {
+    agentLease_ = std::make_unique<AgentLeaseController>(opts("agentlease", 1), *ctx_);
+  }
+  for (controllerruntime::Runnable* c : subcontrollers()) {
     if (auto r = c->setUp(factory); !r) {
       return r;
     }
   }
   return wireCrossTriggers();
+}
+
+std::vector<controllerruntime::Runnable*> MainController::subcontrollers() const {
+  std::vector<controllerruntime::Runnable*> out;
+  for (controllerruntime::Runnable* c : std::initializer_list<controllerruntime::Runnable*>{
+           egressGateway_.get(), ipamPool_.get(), operator_.get(), agentLease_.get()}) {
+    if (c != nullptr) {
+      out.push_back(c);
+    }
+  }
+  return out;
 }
 
 Result<Ok, std::string> MainController::wireCrossTriggers() {
@@ -252,8 +268,7 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
                               lost ? "AddressConflict" : "AllocatedOutsidePool", c.message);
     }
   }
-  for (controllerruntime::Runnable* c : std::initializer_list<controllerruntime::Runnable*>{
-           egressGateway_.get(), ipamPool_.get(), operator_.get()}) {
+  for (controllerruntime::Runnable* c : subcontrollers()) {
     auto started = co_await c->start();
     if (!started) {
       co_return started;
@@ -269,8 +284,7 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
 
 net::awaitable<void> MainController::run() {
   auto group = std::make_shared<RunGroup>(options_.executor);
-  for (controllerruntime::Runnable* c : std::initializer_list<controllerruntime::Runnable*>{
-           egressGateway_.get(), ipamPool_.get(), operator_.get()}) {
+  for (controllerruntime::Runnable* c : subcontrollers()) {
     ++group->live;
     net::co_spawn(options_.executor, runOne(c, group), rethrowUnhandled);
   }
@@ -283,11 +297,8 @@ net::awaitable<void> MainController::run() {
 }
 
 void MainController::stop() {
-  for (controllerruntime::Runnable* c : std::initializer_list<controllerruntime::Runnable*>{
-           egressGateway_.get(), ipamPool_.get(), operator_.get()}) {
-    if (c != nullptr) {
-      c->stop();
-    }
+  for (controllerruntime::Runnable* c : subcontrollers()) {
+    c->stop();
   }
 }
 

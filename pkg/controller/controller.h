@@ -1,7 +1,8 @@
 // File: controller.h
 //
 // The main controller (the seed's pkg/controller/controller.go): one Runnable that the Manager
-// drives, hosting the three subcontrollers over one shared watch cache and one allocator.
+// drives, hosting the subcontrollers (egressgateway, ipampool, operator, and agentlease when
+// agent Leases are watched) over one shared watch cache and one allocator.
 //   setUp   builds the cache's informers and the subcontrollers, and wires the cross-triggers:
 //           a pool change queues the policies that use it (and re-checks every pool: overlaps
 //           are pairwise); an OperatorConfig change queues every policy; a namespace change
@@ -19,11 +20,13 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <prometheus/registry.h>
 
 #include "pkg/base/clock.h"
+#include "pkg/controller/agentlease/controller.h"
 #include "pkg/controller/cache/cache.h"
 #include "pkg/controller/context.h"
 #include "pkg/controller/egressgateway/controller.h"
@@ -50,6 +53,9 @@ class MainController : public controllerruntime::Runnable {
     prometheus::Registry* registry = nullptr;
     // PodDisruptionBudgets through policy/v1 (servers >= 1.21) or policy/v1beta1.
     bool policyV1 = true;
+    // Where egw-agent renews its egw-agent-<node> Leases (--agent-lease-namespace); "" watches
+    // none, and with OperatorConfig spec.dataplane.agent no holder then moves.
+    std::string agentLeaseNamespace;
   };
 
   explicit MainController(Options options);
@@ -68,6 +74,8 @@ class MainController : public controllerruntime::Runnable {
 
  private:
   Result<Ok, std::string> wireCrossTriggers();
+  // The subcontrollers that exist, in start order.
+  std::vector<controllerruntime::Runnable*> subcontrollers() const;
 
   Options options_;
   std::string name_ = "egress-gateway-operator";
@@ -78,6 +86,7 @@ class MainController : public controllerruntime::Runnable {
   std::unique_ptr<EgressGatewayController> egressGateway_;
   std::unique_ptr<IPAMPoolController> ipamPool_;
   std::unique_ptr<OperatorController> operator_;
+  std::unique_ptr<AgentLeaseController> agentLease_;
 };
 
 // Whether the server serves policy/v1 (PodDisruptionBudgets); an error if it cannot be asked.

@@ -27,6 +27,9 @@ kube::Resource deploymentsResource() {
 kube::Resource configMapsResource() {
   return {"", "v1", "configmaps", true};
 }
+kube::Resource agentLeasesResource() {
+  return {"coordination.k8s.io", "v1", "leases", true};
+}
 kube::Resource podDisruptionBudgetsResource(bool policyV1) {
   return {"policy", policyV1 ? "v1" : "v1beta1", "poddisruptionbudgets", true};
 }

@@ -6,6 +6,7 @@
 // with alert rules, so they live in one place and change only deliberately.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,17 @@ inline constexpr std::string_view kEgressIPsAnnotation = "egressgateway.dev/egre
 // not applied again.
 inline constexpr std::string_view kAppliedHashAnnotation = "egressgateway.dev/applied-hash";
 
+// With the agent (OperatorConfig spec.dataplane.agent): the gateway pods' readiness gate, which
+// egw-agent sets True once the pod's egress IPs are programmed and announced on its node, and
+// False when it withdraws them (pkg/dataplane/cluster_view.h has the same text for the agent).
+inline constexpr std::string_view kIPProgrammedCondition = "egressgateway.dev/ip-programmed";
+// With the agent, gateway pods leave a not-ready or unreachable node after this long instead of
+// the API server's default 300 s, so the Deployment replaces them while the IP moves.
+inline constexpr int64_t kAgentTolerationSeconds = 10;
+
+// egw-agent on node N renews Lease "egw-agent-N" (pkg/dataplane/cluster_view.h has the same).
+inline constexpr std::string_view kAgentLeasePrefix = "egw-agent-";
+
 // The Deployment, ConfigMap and PodDisruptionBudget of policy `policy`.
 std::string gatewayName(std::string_view policy);
 
@@ -60,6 +72,7 @@ kube::Resource podsResource();
 kube::Resource namespacesResource();
 kube::Resource deploymentsResource();
 kube::Resource configMapsResource();
+kube::Resource agentLeasesResource();
 // policy/v1 where the server has it (1.21+), else policy/v1beta1 (1.20): the operator asks the
 // server at start (serverHasPolicyV1) and uses the same object shape either way.
 kube::Resource podDisruptionBudgetsResource(bool policyV1);

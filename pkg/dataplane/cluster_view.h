@@ -28,6 +28,9 @@ namespace egress::dataplane {
 inline constexpr std::string_view kEgressIPsAnnotation = "egressgateway.dev/egress-ips";
 inline constexpr std::string_view kPolicyLabel = "egressgateway.dev/policy";
 inline constexpr std::string_view kConfigMapPrefix = "egw-";
+// The gateway pods' readiness gate: the agent sets it True on a local gateway pod once all its
+// egress IPs are programmed and announced here, False once they are not.
+inline constexpr std::string_view kIPProgrammedCondition = "egressgateway.dev/ip-programmed";
 // The agent of node N renews Lease "egw-agent-N" in its own namespace.
 inline constexpr std::string_view kAgentLeasePrefix = "egw-agent-";
 

@@ -4,7 +4,8 @@
 // duration, counts what it would program from the operator's objects (a policy's ConfigMap and
 // a gateway pod annotated on its node) on /metrics, serves /healthz and /readyz, fences itself
 // (holds nothing) while it cannot reach the API to renew its Lease and holds again once it can,
-// and refuses a bad command line.
+// sets its gateway pod's readiness gate (egressgateway.dev/ip-programmed) True while it holds the
+// pod's IP and False once it does not, and refuses a bad command line.
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -67,6 +68,16 @@ class AgentE2E : public ::testing::Test {
     return out.ok() ? out.output : "";
   }
 
+  std::string podField(const std::string& jsonpath) const {
+    auto out = controlPlane().kubectl(
+        {"get", "pod", "-n", "default", "egw-web-gw", "-o", "jsonpath={" + jsonpath + "}"});
+    return out.ok() ? out.output : "";
+  }
+  std::string podCondition(const std::string& type) const {
+    return podField(".status.conditions[?(@.type==\"" + type + "\")].status");
+  }
+  std::string gate() const { return podCondition("egressgateway.dev/ip-programmed"); }
+
   static constexpr const char* kLeaseNs = "egw-agent-e2e";
   testutil::TempDir tmp_;
   std::string node_;
@@ -122,6 +133,13 @@ spec:
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_held_egress_ips") == 1; }, 30s))
       << agent_->log();
   EXPECT_EQ(metric("egw_agent_sync_errors_total"), 0);
+  // The readiness gate, set through pods/status after the (dry) apply; the test kubelet's own
+  // conditions, written by a strategic merge patch too, stay beside it whichever came first.
+  EXPECT_TRUE(eventually([&] { return gate() == "True"; }, 30s)) << agent_->log();
+  EXPECT_TRUE(eventually([&] { return podCondition("Ready") == "True"; }, 30s));
+  EXPECT_EQ(gate(), "True");
+  EXPECT_EQ(podField(".status.conditions[?(@.type==\"egressgateway.dev/ip-programmed\")].reason"),
+            "Programmed");
 
   // Cut off from the API (the apiserver stopped with SIGSTOP, so no request of the agent's is
   // answered): within the 6 s duration and a resync it holds nothing, while sources keep their
@@ -137,6 +155,16 @@ spec:
   EXPECT_EQ(policiesWhileFenced, 1) << "sources still route (fail closed)";
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_fenced") == 0; }, 60s)) << agent_->log();
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_held_egress_ips") == 1; }, 30s));
+  EXPECT_TRUE(eventually([&] { return gate() == "True"; }, 30s)) << agent_->log();
+
+  // The IP taken from the pod (its annotation removed, as when the operator moves it): the
+  // agent holds nothing and withdraws the gate; the kubelet's Ready stays.
+  auto removed = controlPlane().kubectl(
+      {"annotate", "pod", "-n", "default", "egw-web-gw", "egressgateway.dev/egress-ips-"});
+  ASSERT_TRUE(removed.ok()) << removed.output;
+  EXPECT_TRUE(eventually([&] { return metric("egw_agent_held_egress_ips") == 0; }, 30s));
+  EXPECT_TRUE(eventually([&] { return gate() == "False"; }, 30s)) << agent_->log();
+  EXPECT_EQ(podCondition("Ready"), "True");
   agent_->signal(SIGTERM);
   EXPECT_EQ(exitCode(agent_->reap(30s)), 0) << agent_->log();
 }

@@ -160,10 +160,11 @@ class HelmE2E : public ::testing::Test {
   }
   // kubectl auth can-i VERB RESOURCE [-n NS | -A] as the chart's ServiceAccount: "yes" or "no".
   std::string canI(const std::string& verb, const std::string& resource, const std::string& ns,
-                   const std::string& subresource = "") const {
+                   const std::string& subresource = "",
+                   const std::string& serviceAccount = kServiceAccount) const {
     std::vector<std::string> args = {
         "auth", "can-i", verb, resource,
-        std::string("--as=system:serviceaccount:") + kNamespace + ":" + kServiceAccount};
+        std::string("--as=system:serviceaccount:") + kNamespace + ":" + serviceAccount};
     if (ns.empty()) {
       args.emplace_back("--all-namespaces");
     } else {
@@ -639,6 +640,103 @@ TEST_F(HelmE2E, TemplateRendersMonitoringObjectsOnlyWhereTheirAPIIsServed) {
   EXPECT_GT(alerts, 0);
 }
 
+// agent.enabled: the egw-agent DaemonSet (hostNetwork, NET_ADMIN + NET_RAW, the node's name
+// from the downward API, a privileged init container for the sysctls) runs a pod on every node;
+// the OperatorConfig's spec.dataplane.agent follows the value and the operator watches the
+// agents' Leases in the release namespace; and the API server's authorizer lets the agent's
+// ServiceAccount do exactly what egw-agent does (templates/agent-rbac.yaml), nothing more.
+TEST_F(HelmE2E, WithTheAgentTheDaemonSetRunsOnEveryNodeWithTheRBACItNeeds) {
+  auto installed = install({"--set", "agent.enabled=true"});
+  ASSERT_TRUE(installed.ok()) << installed.output;
+  const std::string ds = std::string(kFullName) + "-agent";
+  const std::string sa = std::string(kFullName) + "-agent";
+  auto toJson = [](const rapidjson::Value& v) {
+    rapidjson::Document copy;
+    copy.CopyFrom(v, copy.GetAllocator());
+    return canonicalJson(copy);
+  };
+  auto nodes = controlPlane().kubectl({"get", "nodes", "-o", "name"});
+  const auto nodeCount = std::count(nodes.output.begin(), nodes.output.end(), '\n');
+  ASSERT_GE(nodeCount, 2);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return field({"daemonset", "-n", kNamespace, ds}, ".status.numberReady") ==
+               std::to_string(nodeCount);
+      },
+      120s))
+      << field({"daemonset", "-n", kNamespace, ds}, ".status");
+  EXPECT_EQ(field({"daemonset", "-n", kNamespace, ds}, ".status.desiredNumberScheduled"),
+            std::to_string(nodeCount));
+  // Its pods, one per node, as the API server admitted them.
+  auto pods =
+      get({"pods", "-n", kNamespace, "-l", "app.kubernetes.io/name=egress-gateway-operator-agent"});
+  const auto* items = at(pods, {"items"});
+  ASSERT_TRUE(items != nullptr && items->IsArray());
+  std::set<std::string> onNodes;
+  for (const auto& pod : items->GetArray()) {
+    const auto& spec = *at(pod, {"spec"});
+    onNodes.insert(str(spec, "nodeName"));
+    EXPECT_TRUE(at(spec, {"hostNetwork"}) != nullptr && at(spec, {"hostNetwork"})->GetBool());
+    const auto& agent = (*at(spec, {"containers"}))[0];
+    EXPECT_EQ(strings(at(agent, {"command"})),
+              std::vector<std::string>{"/usr/local/bin/egw-agent"});
+    const auto args = strings(at(agent, {"args"}));
+    EXPECT_TRUE(std::find(args.begin(), args.end(), "--node-name=$(NODE_NAME)") != args.end());
+    EXPECT_TRUE(std::find(args.begin(), args.end(), "--lease-namespace=$(POD_NAMESPACE)") !=
+                args.end());
+    EXPECT_EQ(
+        toJson((*at(agent, {"env"}))[0]),
+        R"({"name":"NODE_NAME","valueFrom":{"fieldRef":{"apiVersion":"v1","fieldPath":"spec.nodeName"}}})");
+    EXPECT_EQ(strings(at(agent, {"securityContext", "capabilities", "add"})),
+              (std::vector<std::string>{"NET_ADMIN", "NET_RAW"}));
+    EXPECT_EQ(strings(at(agent, {"securityContext", "capabilities", "drop"})),
+              std::vector<std::string>{"ALL"});
+    EXPECT_FALSE(at(agent, {"securityContext", "privileged"}) != nullptr &&
+                 at(agent, {"securityContext", "privileged"})->GetBool());
+    const auto& init = (*at(spec, {"initContainers"}))[0];
+    EXPECT_TRUE(at(init, {"securityContext", "privileged"})->GetBool());
+    EXPECT_TRUE(contains(toJson(init), "/proc/sys/net/ipv4/ip_forward"));
+  }
+  EXPECT_EQ(static_cast<long>(onNodes.size()), nodeCount) << "one pod per node";
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.dataplane.agent"), "true");
+  const auto operatorArgs = toJson(*at(get({"deployment", "-n", kNamespace, kFullName}),
+                                       {"spec", "template", "spec", "containers"}));
+  EXPECT_TRUE(contains(operatorArgs, std::string("--agent-lease-namespace=") + kNamespace));
+
+  // What egw-agent does (templates/agent-rbac.yaml), by the API server's authorizer.
+  EXPECT_EQ(canI("list", "nodes", "", "", sa), "yes");
+  EXPECT_EQ(canI("watch", "nodes", "", "", sa), "yes");
+  for (const char* r : {"configmaps", "pods"}) {
+    EXPECT_EQ(canI("list", r, "", "", sa), "yes") << r;
+    EXPECT_EQ(canI("watch", r, "", "", sa), "yes") << r;
+  }
+  EXPECT_EQ(canI("patch", "pods", "", "status", sa), "yes");
+  for (const char* verb : {"get", "create", "update", "list", "watch"}) {
+    EXPECT_EQ(canI(verb, "leases", kNamespace, "", sa), "yes") << verb;
+  }
+  // ... and nothing more.
+  EXPECT_EQ(canI("patch", "pods", "default", "", sa), "no") << "only their status";
+  EXPECT_EQ(canI("update", "pods", "default", "status", sa), "no");
+  EXPECT_EQ(canI("delete", "pods", "default", "", sa), "no");
+  EXPECT_EQ(canI("create", "leases", "default", "", sa), "no");
+  EXPECT_EQ(canI("delete", "leases", kNamespace, "", sa), "no");
+  EXPECT_EQ(canI("update", "nodes", "", "", sa), "no");
+  EXPECT_EQ(canI("patch", "configmaps", "default", "", sa), "no");
+  EXPECT_EQ(canI("get", "secrets", kNamespace, "", sa), "no");
+  EXPECT_EQ(canI("list", "egressgatewaypolicies.networking.egressgateway.dev", "", "", sa), "no");
+  // The operator reads the agents' Leases, in the release namespace only.
+  EXPECT_EQ(canI("list", "leases", kNamespace), "yes");
+  EXPECT_EQ(canI("watch", "leases", kNamespace), "yes");
+  EXPECT_EQ(canI("list", "leases", "default"), "no");
+
+  // Off again: no DaemonSet, and the OperatorConfig's switch follows.
+  auto upgraded = helm({"upgrade", kRelease, chartDir(), "-n", kNamespace, "--wait",
+                        "--timeout=180s", "--set", "agent.enabled=false"});
+  ASSERT_TRUE(upgraded.ok()) << upgraded.output;
+  EXPECT_TRUE(eventually([&] { return !exists({"get", "daemonset", "-n", kNamespace, ds}); }, 60s));
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.dataplane.agent"), "");
+}
+
 // values.schema.json: Helm refuses a value of the wrong type or an unknown key; the chart
 // refuses values that would make a broken Deployment.
 TEST_F(HelmE2E, TemplateRefusesWrongValues) {
@@ -662,6 +760,9 @@ TEST_F(HelmE2E, TemplateRefusesWrongValues) {
            {{"--set", "terminationGracePeriodSeconds=30"}, "must exceed"},
            {{"--set", "leaderElection.enabled=false"}, "needs leaderElection.enabled"},
            {{"--set", "serviceAccount.create=false"}, "serviceAccount.name is required"},
+           {{"--set", "agent.enabled=yes"}, "/agent/enabled"},
+           {{"--set", "agent.logFormat=xml"}, "/agent/logFormat"},
+           {{"--set", "agent.ports.metrics=0"}, "/agent/ports/metrics"},
        }) {
     auto r = helmTemplate(args);
     EXPECT_FALSE(r.ok()) << args.back();

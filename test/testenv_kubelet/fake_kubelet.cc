@@ -260,7 +260,9 @@ net::awaitable<std::string> FakeKubelet::runPod(FakeKubelet* self, PodPtr pod) {
   std::string status = "status";
   kube::WriteOptions write;
   write.fieldManager = kFieldManager;
-  auto patched = co_await self->client_.patch(kPods, ns, name, kube::PatchType::Merge,
+  // Strategic merge: conditions merge by type, so another writer's (egw-agent's readiness gate,
+  // set before this pod ran) stay; a merge patch would replace the whole list.
+  auto patched = co_await self->client_.patch(kPods, ns, name, kube::PatchType::StrategicMerge,
                                               std::move(body), write, status);
   if (!patched) {
     if (patched.error().isNotFound()) {

@@ -44,6 +44,8 @@ struct EgressPodInfo {
   // The ledger entry it holds (kEgressIPsAnnotation); "" if none.
   std::string egressIPs;
   bool ready = false;
+  // Its containers are ready (Ready but for the readiness gate, which only an egress IP opens).
+  bool containersReady = false;
   // Being deleted: it still holds its entry (it may still send) until it is gone.
   bool terminating = false;
 };

@@ -47,6 +47,13 @@ std::vector<std::string> keysOf(const std::optional<std::vector<std::shared_ptr<
   return out;
 }
 
+bool containersAreReady(const core::Pod& pod) {
+  return std::any_of(pod.status.conditions.begin(), pod.status.conditions.end(),
+                     [](const core::PodCondition& c) {
+                       return c.type == "ContainersReady" && c.status == "True";
+                     });
+}
+
 }  // namespace
 
 bool controlledByGatewayReplicaSet(const core::Pod& pod, const std::string& deployment) {
@@ -87,9 +94,15 @@ void stripPod(core::Pod& pod) {
   m.finalizers.shrink_to_fit();
   m.generation = 0;
   const bool ready = core::isPodReady(pod);
+  // A gateway pod's ContainersReady too: with the agent's readiness gate a pod without an egress
+  // IP is never Ready, yet it can take over one (moveStaleHolders).
+  const bool containersReady = gateway && containersAreReady(pod);
   pod.status.conditions.clear();
   if (ready) {
     pod.status.conditions.push_back({"Ready", "True"});
+  }
+  if (containersReady) {
+    pod.status.conditions.push_back({"ContainersReady", "True"});
   }
   pod.status.conditions.shrink_to_fit();
   pod.status.podIPs.shrink_to_fit();
@@ -130,6 +143,19 @@ Cache::Cache(cache::SharedInformerFactory& factory, bool policyV1) : policyV1_(p
                              return out;
                            }}});
   pods_->addIndexers({{kByPolicy, policyOf<core::Pod>}});
+}
+
+void Cache::watchAgentLeases(cache::SharedInformerFactory& factory, const std::string& ns) {
+  leaseNamespace_ = ns;
+  leases_ = &factory.informerFor<coordination::Lease>(agentLeasesResource(),
+                                                      coordination::decodeLease, ns);
+}
+
+std::shared_ptr<const coordination::Lease> Cache::agentLease(const std::string& node) const {
+  if (leases_ == nullptr) {
+    return nullptr;
+  }
+  return leases_->indexer().get(leaseNamespace_ + "/" + std::string(kAgentLeasePrefix) + node);
 }
 
 PolicyPtr Cache::policy(const std::string& ns, const std::string& name) const {
@@ -250,6 +276,7 @@ EgressGatewayPolicyInfo Cache::policyInfo(const std::string& key) const {
         p.egressIPs = it->second;
       }
       p.ready = core::isPodReady(*pod);
+      p.containersReady = containersAreReady(*pod);
       p.terminating = pod->metadata.deletionTimestamp.has_value();
       info.egressPods.emplace(pod->metadata.name, std::move(p));
     }

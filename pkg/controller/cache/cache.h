@@ -15,6 +15,8 @@
 //                                              uid, controller, annotation and readiness
 //   Deployment, ConfigMap,  all namespaces,    only the operator's own, selected on
 //   PodDisruptionBudget     labelled ours      app.kubernetes.io/managed-by
+//   Lease                   the agents' one    the agents' egw-agent-<node> Leases (and any
+//                           namespace          other Lease there), once watchAgentLeases ran
 //
 // Indexes: policies by pool (status.pool, else spec.egressIP.pool, else "" for the default),
 // policies by explicit address, gateway pods and owned objects by policy ("ns/policy").
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "pkg/apis/coordination/lease.h"
 #include "pkg/apis/networking/v1alpha1/types.h"
 #include "pkg/cache/informer_factory.h"
 #include "pkg/cache/shared_informer.h"
@@ -60,6 +63,14 @@ class Cache {
   cache::SharedIndexInformer<core::ConfigMap>& configMaps() { return *configMaps_; }
   cache::SharedIndexInformer<policy::PodDisruptionBudget>& podDisruptionBudgets() { return *pdbs_; }
   bool policyV1() const { return policyV1_; }
+
+  // Makes the informer on the Leases of namespace `ns`, where egw-agent renews egw-agent-<node>
+  // (OperatorConfig spec.dataplane.agent moves stale holders by them). Before the factory starts.
+  void watchAgentLeases(cache::SharedInformerFactory& factory, const std::string& ns);
+  // Null until watchAgentLeases ran.
+  cache::SharedIndexInformer<coordination::Lease>* agentLeases() { return leases_; }
+  // The agent Lease of `node`; null if there is none, or no Leases are watched.
+  std::shared_ptr<const coordination::Lease> agentLease(const std::string& node) const;
 
   PolicyPtr policy(const std::string& ns, const std::string& name) const;
   PoolPtr pool(const std::string& name) const;
@@ -100,6 +111,8 @@ class Cache {
   cache::SharedIndexInformer<apps::Deployment>* deployments_;
   cache::SharedIndexInformer<core::ConfigMap>* configMaps_;
   cache::SharedIndexInformer<policy::PodDisruptionBudget>* pdbs_;
+  cache::SharedIndexInformer<coordination::Lease>* leases_ = nullptr;
+  std::string leaseNamespace_;
 };
 
 }  // namespace egress::controller

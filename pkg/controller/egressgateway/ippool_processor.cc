@@ -8,6 +8,7 @@
 #include "pkg/apis/networking/v1alpha1/validation.h"
 #include "pkg/client/networking/v1alpha1/zz_generated.clientset.h"
 #include "pkg/controller/conditions.h"
+#include "pkg/controller/egressgateway/holder_moves.h"
 #include "pkg/controller/egressgateway/render.h"
 #include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/names.h"
@@ -229,9 +230,80 @@ net::awaitable<ReconcileResult> IPPoolProcessor::writeLedger(EgressGatewayPolicy
   co_return ReconcileResult::done();
 }
 
+net::awaitable<Result<bool, std::string>> IPPoolProcessor::setEntry(const std::string& ns,
+                                                                    const std::string& pod,
+                                                                    const std::string& value) {
+  const std::string annotation = value.empty() ? "null" : "\"" + value + "\"";
+  std::string body = R"({"metadata":{"annotations":{")" + std::string(kEgressIPsAnnotation) +
+                     "\":" + annotation + "}}}";
+  kube::Resource pods = podsResource();
+  kube::WriteOptions opts;
+  opts.fieldManager = std::string(kFieldManager);
+  std::string podNs = ns;
+  std::string podName = pod;
+  auto patched = co_await ctx_.client.patch(std::move(pods), std::move(podNs), std::move(podName),
+                                            kube::PatchType::Merge, std::move(body),
+                                            std::move(opts), std::string());
+  if (!patched) {
+    if (patched.error().isNotFound()) {
+      co_return false;  // gone meanwhile
+    }
+    co_return "annotating gateway pod " + pod + ": " + patched.error().message();
+  }
+  co_return true;
+}
+
+net::awaitable<ReconcileResult> IPPoolProcessor::moveStaleHolders(
+    const EgressGatewayPolicyInfo& info, std::vector<std::string>& holders,
+    std::set<std::string>& written) {
+  const auto& ledger = info.assignment->entries;
+  const meta::Time now = ctx_.clock.wallNow();
+  auto fresh = [&](const std::string& node) {
+    return agentLeaseFresh(ctx_.cache.agentLease(node).get(), now);
+  };
+  for (const auto& move : staleHolderMoves(info, holders, fresh)) {
+    const std::string value = entryText(ledger[move.entry]);
+    const std::string& fromNode = info.egressPods.at(move.from).pod->spec.nodeName;
+    const std::string& toNode = info.egressPods.at(move.to).pod->spec.nodeName;
+    // The new holder first: until the old one loses it, both carry the entry and the agents
+    // pick the one on the node with a fresh Lease, so there is no moment without a holder.
+    auto taken = co_await setEntry(info.ns, move.to, value);
+    if (!taken) {
+      co_return ReconcileResult::error(taken.error());
+    }
+    if (!*taken) {
+      continue;
+    }
+    const std::string none;
+    auto released = co_await setEntry(info.ns, move.from, none);
+    if (!released) {
+      co_return ReconcileResult::error(released.error());
+    }
+    holders[move.entry] = move.to;
+    written.insert(move.from);
+    written.insert(move.to);
+    ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeNormal,
+                        "Moved",
+                        value + " moved from gateway pod " + move.from + " on node " + fromNode +
+                            " (its agent Lease " + std::string(kAgentLeasePrefix) + fromNode +
+                            " is stale) to gateway pod " + move.to + " on node " + toNode);
+    spdlog::info("egressgateway: policy {}: {} moved from {} ({}, agent Lease stale) to {} ({})",
+                 info.key, value, move.from, fromNode, move.to, toNode);
+  }
+  co_return ReconcileResult::done();
+}
+
 net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(const EgressGatewayPolicyInfo& info) {
   const auto& ledger = info.assignment->entries;
-  const auto holders = entryHolders(info, ledger);
+  auto holders = entryHolders(info, ledger);
+  // Pods already written by this reconcile (a move), left alone below.
+  std::set<std::string> written;
+  if (agentEnabled(info.config.get())) {
+    auto moved = co_await moveStaleHolders(info, holders, written);
+    if (!moved.isDone()) {
+      co_return moved;
+    }
+  }
   std::vector<std::string> free;
   std::set<std::string> holding;
   for (size_t i = 0; i < ledger.size(); ++i) {
@@ -245,7 +317,7 @@ net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(const EgressGatewa
   // no longer) theirs. Terminating pods keep what they have until they are gone.
   std::vector<const EgressPodInfo*> waiting;
   for (const auto& [name, p] : info.egressPods) {
-    if (!p.terminating && holding.count(name) == 0) {
+    if (!p.terminating && holding.count(name) == 0 && written.count(name) == 0) {
       waiting.push_back(&p);
     }
   }
@@ -261,25 +333,12 @@ net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(const EgressGatewa
     } else if (p->egressIPs.empty()) {
       continue;  // nothing to give, nothing to take away
     }
-    const std::string annotation = value.empty() ? "null" : "\"" + value + "\"";
-    std::string body = R"({"metadata":{"annotations":{")" + std::string(kEgressIPsAnnotation) +
-                       "\":" + annotation + "}}}";
-    kube::Resource pods = podsResource();
-    kube::WriteOptions opts;
-    opts.fieldManager = std::string(kFieldManager);
-    std::string podName = p->pod->metadata.name;
-    std::string ns = info.ns;
-    auto patched =
-        co_await ctx_.client.patch(std::move(pods), std::move(ns), podName, kube::PatchType::Merge,
-                                   std::move(body), std::move(opts), std::string());
+    const std::string& podName = p->pod->metadata.name;
+    auto patched = co_await setEntry(info.ns, podName, value);
     if (!patched) {
-      if (patched.error().isNotFound()) {
-        continue;  // gone meanwhile
-      }
-      co_return ReconcileResult::error("annotating gateway pod " + podName + ": " +
-                                       patched.error().message());
+      co_return ReconcileResult::error(patched.error());
     }
-    if (!value.empty()) {
+    if (*patched && !value.empty()) {
       ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeNormal,
                           "Assigned", "gateway pod " + podName + " holds " + value);
     }

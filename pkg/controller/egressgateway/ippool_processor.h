@@ -12,12 +12,16 @@
 //      only then lets the allocator free what the policy no longer lists;
 //   4. hands each gateway pod one ledger entry through its egress-IP annotation: a pod keeps
 //      the entry it has; a new pod takes an entry no live pod (terminating ones included) holds;
-//      a pod whose entry was released loses its annotation.
+//      a pod whose entry was released loses its annotation. With the agent (OperatorConfig
+//      spec.dataplane.agent), an entry whose holder's node has no fresh agent Lease first moves
+//      to a gateway pod on a node whose agent Lease is fresh (holder_moves.h), with an Event.
 // An address leaves the policy only once no gateway pod of it carries the address any more.
 // forget() is the end of a deleted policy: its addresses are freed once its pods are gone.
 #pragma once
 
+#include <set>
 #include <string>
+#include <vector>
 
 #include "pkg/controller/context.h"
 #include "pkg/controller/egressgateway/policy_processor.h"
@@ -41,6 +45,14 @@ class IPPoolProcessor : public PolicyProcessor {
   net::awaitable<controllerruntime::ReconcileResult> writeLedger(EgressGatewayPolicyInfo& info);
   net::awaitable<controllerruntime::ReconcileResult> annotatePods(
       const EgressGatewayPolicyInfo& info);
+  // With the agent: staleHolderMoves (holder_moves.h), each with an Event; updates `holders`
+  // and adds the pods it wrote to `written`.
+  net::awaitable<controllerruntime::ReconcileResult> moveStaleHolders(
+      const EgressGatewayPolicyInfo& info, std::vector<std::string>& holders,
+      std::set<std::string>& written);
+  // Sets (value "" removes) a gateway pod's egress-IP annotation; false if the pod is gone.
+  net::awaitable<Result<bool, std::string>> setEntry(const std::string& ns, const std::string& pod,
+                                                     const std::string& value);
   void reportShortfall(const EgressGatewayPolicyInfo& info, const ipam::Assignment& assignment);
 
   Context& ctx_;

@@ -6,6 +6,7 @@
 
 #include "pkg/apis/meta/encode.h"
 #include "pkg/apis/networking/v1alpha1/zz_generated.codec.h"
+#include "pkg/controller/egressgateway/holder_moves.h"
 #include "pkg/controller/names.h"
 
 namespace egress::controller {
@@ -56,6 +57,25 @@ void writeSelector(JsonWriter& w, const std::string& policyName) {
   w.EndObject();
 }
 
+// The shape's tolerations, and with the agent 10 s ones for not-ready and unreachable nodes
+// (the API server would add 300 s ones): a dead node's gateway pod is replaced soon. A
+// NoExecute toleration of the policy's own for either taint wins.
+std::vector<v1alpha1::Toleration> podTolerations(const GatewayShape& shape) {
+  std::vector<v1alpha1::Toleration> out = shape.tolerations;
+  if (!shape.agent) {
+    return out;
+  }
+  for (const char* taint : {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}) {
+    const bool own = std::any_of(out.begin(), out.end(), [&](const v1alpha1::Toleration& t) {
+      return t.key == taint && (t.effect.empty() || t.effect == "NoExecute");
+    });
+    if (!own) {
+      out.push_back({taint, "Exists", "", "NoExecute", kAgentTolerationSeconds});
+    }
+  }
+  return out;
+}
+
 std::string deploymentBody(const v1alpha1::EgressGatewayPolicy& policy, const GatewayShape& shape,
                            int32_t replicas, const std::string& hash) {
   rapidjson::StringBuffer buf;
@@ -95,12 +115,21 @@ std::string deploymentBody(const v1alpha1::EgressGatewayPolicy& policy, const Ga
   if (!shape.nodeSelector.empty()) {
     writeMap(w, "nodeSelector", shape.nodeSelector);
   }
-  if (!shape.tolerations.empty()) {
+  const auto tolerations = podTolerations(shape);
+  if (!tolerations.empty()) {
     meta::writeKey(w, "tolerations");
     w.StartArray();
-    for (const auto& t : shape.tolerations) {
+    for (const auto& t : tolerations) {
       v1alpha1::encodeToleration(w, t);
     }
+    w.EndArray();
+  }
+  if (shape.agent) {
+    meta::writeKey(w, "readinessGates");
+    w.StartArray();
+    w.StartObject();
+    meta::writeField(w, "conditionType", kIPProgrammedCondition);
+    w.EndObject();
     w.EndArray();
   }
   // Spread over nodes, but still schedule when there are fewer nodes than replicas: a gateway
@@ -246,6 +275,7 @@ GatewayShape gatewayShape(const v1alpha1::EgressGatewayPolicy& policy,
   shape.priorityClassName = !own.priorityClassName.empty() || defaults == nullptr
                                 ? own.priorityClassName
                                 : defaults->priorityClassName;
+  shape.agent = agentEnabled(config);
   return shape;
 }
 

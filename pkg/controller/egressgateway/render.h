@@ -9,7 +9,9 @@
 //                             one before it starts another); spread over nodes; the policy's
 //                             nodeSelector, tolerations, resources and priorityClassName; the
 //                             pod reads its own egress IPs from its annotation through a
-//                             downward-API volume (/etc/egress-gateway/egress-ips).
+//                             downward-API volume (/etc/egress-gateway/egress-ips). With
+//                             the agent: the readiness gate kIPProgrammedCondition and 10 s
+//                             NoExecute tolerations of not-ready and unreachable nodes.
 //   ConfigMap egw-<policy>    what the data plane programs: the egress IPs, the destinations and
 //                             exclusions (the cluster's own CIDRs always excluded), and the
 //                             source pods' IPs with their nodes, every list sorted.
@@ -42,6 +44,9 @@ struct GatewayShape {
   std::vector<v1alpha1::Toleration> tolerations;
   std::optional<v1alpha1::ResourceRequirements> resources;
   std::string priorityClassName;
+  // OperatorConfig spec.dataplane.agent: the pods carry the agent's readiness gate and 10 s
+  // not-ready/unreachable tolerations.
+  bool agent = false;
 };
 
 // Replicas: the policy's, else the OperatorConfig's gatewayDefaults, else 2; the same for every

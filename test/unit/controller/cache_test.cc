@@ -80,6 +80,21 @@ TEST(GatewayPod, OnlyAReplicaSetOfTheGatewayDeploymentMakesOne) {
   EXPECT_FALSE(controlledByGatewayReplicaSet(job, "web"));
 }
 
+// With the agent's readiness gate a gateway pod without an egress IP is never Ready; whether
+// its containers are decides whether it may take over a stale holder's entry.
+TEST(StripPod, AGatewayPodKeepsContainersReadyASourcePodDoesNot) {
+  core::Pod pod = podWithEverything();
+  pod.status.conditions = {{"Ready", "False"}, {"ContainersReady", "True"}};
+  core::Pod source = pod;
+  pod.metadata.labels.emplace(std::string(kPolicyLabel), "prod");
+  stripPod(pod);
+  ASSERT_EQ(pod.status.conditions.size(), 1u);
+  EXPECT_EQ(pod.status.conditions[0].type, "ContainersReady");
+  EXPECT_FALSE(core::isPodReady(pod));
+  stripPod(source);
+  EXPECT_TRUE(source.status.conditions.empty());
+}
+
 TEST(StripPod, AnUnreadyPodKeepsNoCondition) {
   core::Pod pod = podWithEverything();
   pod.status.conditions[1].status = "False";

@@ -81,6 +81,80 @@ TEST(Render, BodiesAreDeterministicAndTheirDigestFollowsEveryInput) {
   EXPECT_NE(renderDeployment(p, shape, 2).hash, a.hash);
 }
 
+// A policy with a toleration of its own.
+v1alpha1::EgressGatewayPolicy tolerantPolicy() {
+  auto p = policy();
+  p.spec.gateway.tolerations = {{"dedicated", "Equal", "egress", "NoSchedule", std::nullopt}};
+  return p;
+}
+
+// An OperatorConfig with spec.dataplane.agent `agent` (nullopt: no spec.dataplane).
+v1alpha1::OperatorConfig agentConfig(std::optional<bool> agent) {
+  v1alpha1::OperatorConfig config;
+  config.spec.gatewayImage = "img:1";
+  if (agent) {
+    config.spec.dataplane = v1alpha1::DataplaneSpec{*agent};
+  }
+  return config;
+}
+
+// The switch off (absent or false) renders exactly what it did before the switch existed.
+TEST(Render, WithoutTheAgentTheDeploymentHasNoReadinessGateAndOnlyThePolicysTolerations) {
+  const auto p = tolerantPolicy();
+  const auto absentConfig = agentConfig(std::nullopt);
+  const auto offConfig = agentConfig(false);
+  const auto absent = renderDeployment(p, gatewayShape(p, &absentConfig), 2);
+  const auto off = renderDeployment(p, gatewayShape(p, &offConfig), 2);
+  EXPECT_EQ(off.body, absent.body);
+  auto d = parse(off.body);
+  const auto& spec = d["spec"]["template"]["spec"];
+  EXPECT_FALSE(spec.HasMember("readinessGates"));
+  ASSERT_EQ(spec["tolerations"].Size(), 1u);
+  EXPECT_STREQ(spec["tolerations"][0]["key"].GetString(), "dedicated");
+}
+
+TEST(Render, WithTheAgentPodsCarryItsReadinessGateAndTenSecondNotReadyTolerations) {
+  const auto p = tolerantPolicy();
+  const auto offConfig = agentConfig(std::nullopt);
+  const auto onConfig = agentConfig(true);
+  const auto off = renderDeployment(p, gatewayShape(p, &offConfig), 2);
+  const auto shape = gatewayShape(p, &onConfig);
+  EXPECT_TRUE(shape.agent);
+  const auto on = renderDeployment(p, shape, 2);
+  EXPECT_NE(on.hash, off.hash);  // switching it on re-applies the Deployment
+  auto d = parse(on.body);
+  const auto& spec = d["spec"]["template"]["spec"];
+  ASSERT_TRUE(spec.HasMember("readinessGates"));
+  ASSERT_EQ(spec["readinessGates"].Size(), 1u);
+  EXPECT_STREQ(spec["readinessGates"][0]["conditionType"].GetString(),
+               "egressgateway.dev/ip-programmed");
+  ASSERT_EQ(spec["tolerations"].Size(), 3u);
+  EXPECT_STREQ(spec["tolerations"][0]["key"].GetString(), "dedicated");
+  int index = 1;
+  for (const char* taint : {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}) {
+    const auto& t = spec["tolerations"][index++];
+    EXPECT_STREQ(t["key"].GetString(), taint);
+    EXPECT_STREQ(t["operator"].GetString(), "Exists");
+    EXPECT_STREQ(t["effect"].GetString(), "NoExecute");
+    EXPECT_EQ(t["tolerationSeconds"].GetInt64(), 10);
+  }
+}
+
+// A policy that tolerates a not-ready node its own way keeps its way.
+TEST(Render, APolicysOwnNoExecuteTolerationOfATaintWinsOverTheAgents) {
+  auto p = policy();
+  p.spec.gateway.tolerations = {
+      {"node.kubernetes.io/unreachable", "Exists", "", "NoExecute", int64_t{60}}};
+  const auto config = agentConfig(true);
+  auto d = parse(renderDeployment(p, gatewayShape(p, &config), 1).body);
+  const auto& tolerations = d["spec"]["template"]["spec"]["tolerations"];
+  ASSERT_EQ(tolerations.Size(), 2u);
+  EXPECT_STREQ(tolerations[0]["key"].GetString(), "node.kubernetes.io/unreachable");
+  EXPECT_EQ(tolerations[0]["tolerationSeconds"].GetInt64(), 60);
+  EXPECT_STREQ(tolerations[1]["key"].GetString(), "node.kubernetes.io/not-ready");
+  EXPECT_EQ(tolerations[1]["tolerationSeconds"].GetInt64(), 10);
+}
+
 TEST(Render, ThePolicysGatewaySettingsWinOverTheOperatorConfigsDefaults) {
   auto p = policy();
   v1alpha1::OperatorConfig config;

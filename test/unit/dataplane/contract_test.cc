@@ -11,7 +11,9 @@ namespace {
 
 TEST(Contract, NamesMatchTheOperators) {
   EXPECT_EQ(kEgressIPsAnnotation, controller::kEgressIPsAnnotation);
+  EXPECT_EQ(kIPProgrammedCondition, controller::kIPProgrammedCondition);
   EXPECT_EQ(kPolicyLabel, controller::kPolicyLabel);
+  EXPECT_EQ(kAgentLeasePrefix, controller::kAgentLeasePrefix);
   EXPECT_EQ(std::string(kConfigMapPrefix) + "web", controller::gatewayName("web"));
 }
 

@@ -73,3 +73,18 @@ false
 {{- $grace -}}
 {{- end -}}
 {{- end -}}
+
+{{/* egw-agent's pods: labels of their own, so neither the operator's Deployment nor its metrics
+     Service selects them. */}}
+{{- define "egw.agentSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "egw.name" . }}-agent
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "egw.agentName" -}}
+{{- printf "%s-agent" (include "egw.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "egw.agentServiceAccountName" -}}
+{{- default (include "egw.agentName" .) .Values.agent.serviceAccount.name -}}
+{{- end -}}

@@ -321,6 +321,19 @@ struct EgressGatewayPolicy {
 // ---------------------------------------------------------------------------------------------
 // OperatorConfig
 
+// DataplaneSpec says which data plane carries the gateways' egress IPs.
+struct DataplaneSpec {
+  // True when egw-agent (the chart's DaemonSet, agent.enabled) programs the egress IPs on the
+  // gateway pods' nodes. The operator then gives gateway pods the readiness gate
+  // egressgateway.dev/ip-programmed (set by the agent once the IP is programmed and announced)
+  // and 10 s not-ready/unreachable tolerations, and moves an egress IP whose holder's node has
+  // no fresh agent Lease to a Ready gateway pod on a node whose agent Lease is fresh. False or
+  // absent: none of this (a cluster without the agent).
+  bool agent = false;
+
+  bool operator==(const DataplaneSpec&) const = default;
+};
+
 // OperatorConfigSpec holds cluster-wide settings.
 struct OperatorConfigSpec {
   // The gateway container image.
@@ -341,6 +354,8 @@ struct OperatorConfigSpec {
   // +kubebuilder:validation:items:Format=cidr
   // +kubebuilder:validation:items:MaxLength=43
   std::vector<std::string> clusterCIDRs;
+  // The data plane the gateways' egress IPs are programmed by.
+  std::optional<DataplaneSpec> dataplane;
 
   bool operator==(const OperatorConfigSpec&) const = default;
 };

@@ -308,6 +308,21 @@ void encodeEgressGatewayPolicy(meta::JsonWriter& w, const EgressGatewayPolicy& v
   w.EndObject();
 }
 
+meta::Decoded<DataplaneSpec> decodeDataplaneSpec(const rapidjson::Value& v) {
+  meta::FieldReader r(v);
+  DataplaneSpec out;
+  r.read("agent", out.agent);
+  return r.finish(out);
+}
+
+void encodeDataplaneSpec(meta::JsonWriter& w, const DataplaneSpec& v) {
+  w.StartObject();
+  if (v.agent) {
+    meta::writeField(w, "agent", true);
+  }
+  w.EndObject();
+}
+
 meta::Decoded<OperatorConfigSpec> decodeOperatorConfigSpec(const rapidjson::Value& v) {
   meta::FieldReader r(v);
   OperatorConfigSpec out;
@@ -315,6 +330,7 @@ meta::Decoded<OperatorConfigSpec> decodeOperatorConfigSpec(const rapidjson::Valu
   r.read("defaultPool", out.defaultPool);
   r.object("gatewayDefaults", out.gatewayDefaults, decodeGatewaySpec);
   r.read("clusterCIDRs", out.clusterCIDRs);
+  r.object("dataplane", out.dataplane, decodeDataplaneSpec);
   return r.finish(std::move(out));
 }
 
@@ -327,6 +343,10 @@ void encodeOperatorConfigSpec(meta::JsonWriter& w, const OperatorConfigSpec& v) 
     encodeGatewaySpec(w, *v.gatewayDefaults);
   }
   meta::writeFieldIfSet(w, "clusterCIDRs", v.clusterCIDRs);
+  if (v.dataplane) {
+    meta::writeKey(w, "dataplane");
+    encodeDataplaneSpec(w, *v.dataplane);
+  }
   w.EndObject();
 }
 

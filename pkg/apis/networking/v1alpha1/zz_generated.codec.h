@@ -41,6 +41,8 @@ meta::Decoded<EgressGatewayPolicyStatus> decodeEgressGatewayPolicyStatus(const r
 void encodeEgressGatewayPolicyStatus(meta::JsonWriter& w, const EgressGatewayPolicyStatus& v);
 meta::Decoded<EgressGatewayPolicy> decodeEgressGatewayPolicy(const rapidjson::Value& v);
 void encodeEgressGatewayPolicy(meta::JsonWriter& w, const EgressGatewayPolicy& v);
+meta::Decoded<DataplaneSpec> decodeDataplaneSpec(const rapidjson::Value& v);
+void encodeDataplaneSpec(meta::JsonWriter& w, const DataplaneSpec& v);
 meta::Decoded<OperatorConfigSpec> decodeOperatorConfigSpec(const rapidjson::Value& v);
 void encodeOperatorConfigSpec(meta::JsonWriter& w, const OperatorConfigSpec& v);
 meta::Decoded<OperatorConfigStatus> decodeOperatorConfigStatus(const rapidjson::Value& v);

@@ -340,6 +340,13 @@ void validateEgressGatewayPolicyFields(const EgressGatewayPolicy& v, const std::
   validateEgressGatewayPolicyStatusFields(v.status, join(path, "status"), errs);
 }
 
+void validateDataplaneSpecFields(const DataplaneSpec& v, const std::string& path,
+                                 validation::FieldErrors& errs) {
+  (void)v;
+  (void)path;
+  (void)errs;
+}
+
 void validateOperatorConfigSpecFields(const OperatorConfigSpec& v, const std::string& path,
                                       validation::FieldErrors& errs) {
   if (v.gatewayImage.empty()) {
@@ -381,6 +388,9 @@ void validateOperatorConfigSpecFields(const OperatorConfigSpec& v, const std::st
       errs.push_back({join(path, "clusterCIDRs") + "[" + std::to_string(i) + "]",
                       "\"" + v.clusterCIDRs[i] + "\" is not a CIDR"});
     }
+  }
+  if (v.dataplane) {
+    validateDataplaneSpecFields(*v.dataplane, join(path, "dataplane"), errs);
   }
 }
 

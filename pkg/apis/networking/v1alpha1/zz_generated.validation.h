@@ -38,6 +38,8 @@ void validateEgressGatewayPolicyStatusFields(const EgressGatewayPolicyStatus& v,
                                              validation::FieldErrors& errs);
 void validateEgressGatewayPolicyFields(const EgressGatewayPolicy& v, const std::string& path,
                                        validation::FieldErrors& errs);
+void validateDataplaneSpecFields(const DataplaneSpec& v, const std::string& path,
+                                 validation::FieldErrors& errs);
 void validateOperatorConfigSpecFields(const OperatorConfigSpec& v, const std::string& path,
                                       validation::FieldErrors& errs);
 void validateOperatorConfigStatusFields(const OperatorConfigStatus& v, const std::string& path,

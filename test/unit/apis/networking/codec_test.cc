@@ -142,8 +142,23 @@ TEST(CodecTest, OperatorConfigRoundTripsWithEveryFieldSet) {
   c.spec.defaultPool = "corp";
   c.spec.gatewayDefaults = fullGateway();
   c.spec.clusterCIDRs = {"10.244.0.0/16", "10.96.0.0/12", "fd00:10:244::/56", "fd00:10:96::/112"};
+  c.spec.dataplane = DataplaneSpec{true};
   c.status = OperatorConfigStatus{10, 9, 2, 5, {condition("Ready")}};
   EXPECT_EQ(roundTrip(c, encodeOperatorConfig, decodeOperatorConfig), c);
+}
+
+// spec.dataplane.agent switches the agent's side of the operator on; absent is false.
+TEST(CodecTest, OperatorConfigDataplaneAgentDecodes) {
+  auto on = meta::parseAndDecode(
+      R"({"metadata":{"name":"default"},"spec":{"gatewayImage":"i","dataplane":{"agent":true}}})",
+      decodeOperatorConfig);
+  ASSERT_TRUE(on) << on.error().toString();
+  ASSERT_TRUE(on->spec.dataplane);
+  EXPECT_TRUE(on->spec.dataplane->agent);
+  auto absent = meta::parseAndDecode(
+      R"({"metadata":{"name":"default"},"spec":{"gatewayImage":"i"}})", decodeOperatorConfig);
+  ASSERT_TRUE(absent) << absent.error().toString();
+  EXPECT_FALSE(absent->spec.dataplane);
 }
 
 TEST(CodecTest, EmptyObjectsRoundTrip) {

@@ -1,0 +1,105 @@
+// Which ledger entries move off a holder whose node's agent Lease is stale, and to which pod.
+#include "pkg/controller/egressgateway/holder_moves.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace egress::controller {
+namespace {
+
+const meta::Time kNow = meta::Time(std::chrono::seconds(1'800'000'000));
+
+struct PodSpec {
+  std::string name;
+  std::string node;
+  bool ready = true;
+  bool containersReady = true;
+  bool terminating = false;
+  int64_t created = 0;
+};
+
+EgressGatewayPolicyInfo info(const std::vector<PodSpec>& pods) {
+  EgressGatewayPolicyInfo i;
+  for (const auto& s : pods) {
+    auto pod = std::make_shared<core::Pod>();
+    pod->metadata.name = s.name;
+    pod->metadata.creationTimestamp = meta::Time(std::chrono::seconds(s.created));
+    pod->spec.nodeName = s.node;
+    EgressPodInfo p;
+    p.pod = pod;
+    p.ready = s.ready;
+    p.containersReady = s.containersReady;
+    p.terminating = s.terminating;
+    i.egressPods[s.name] = p;
+  }
+  return i;
+}
+
+auto freshNodes(std::set<std::string> nodes) {
+  return [nodes = std::move(nodes)](const std::string& n) { return nodes.count(n) > 0; };
+}
+
+TEST(HolderMoves, AStaleHoldersEntryMovesToTheOldestReadyPodOnAFreshNode) {
+  auto i = info({{"a", "n1"},
+                 {"b", "n2"},
+                 {"spare-new", "n2", true, true, false, 20},
+                 {"spare-old", "n3", true, true, false, 10}});
+  const auto moves = staleHolderMoves(i, {"a", "b"}, freshNodes({"n2", "n3"}));
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].entry, 0u);
+  EXPECT_EQ(moves[0].from, "a");
+  EXPECT_EQ(moves[0].to, "spare-old");
+}
+
+TEST(HolderMoves, NothingMovesWhileTheHoldersLeaseIsFreshOrThereIsNoCandidate) {
+  auto i = info({{"a", "n1"}, {"b", "n2"}});
+  EXPECT_TRUE(staleHolderMoves(i, {"a", "b"}, freshNodes({"n1", "n2"})).empty());
+  // Stale holder, but the only other pod holds an entry of its own: the entry stays.
+  EXPECT_TRUE(staleHolderMoves(i, {"a", "b"}, freshNodes({"n2"})).empty());
+}
+
+TEST(HolderMoves, CandidatesAreLiveContainerReadyPodsOnFreshNodes) {
+  auto i = info({{"a", "n1", true, true, true},  // a terminating stale holder moves too
+                 {"deleting", "n2", true, true, true},
+                 {"unready", "n2", false, false},
+                 {"same-node", "n1"},
+                 {"gated", "n2", false, true, false, 5}});  // not Ready only for want of an IP
+  const auto moves = staleHolderMoves(i, {"a"}, freshNodes({"n2"}));
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].to, "gated");
+}
+
+TEST(HolderMoves, EachCandidateTakesOneEntryAndEmptyEntriesAreSkipped) {
+  auto i = info({{"a", "n1"}, {"b", "n1"}, {"c", "n2", true, true, false, 1}});
+  const auto moves = staleHolderMoves(i, {"", "a", "b"}, freshNodes({"n2"}));
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].entry, 1u);
+  EXPECT_EQ(moves[0].from, "a");
+  EXPECT_EQ(moves[0].to, "c");
+}
+
+TEST(HolderMoves, ALeaseIsFreshUntilRenewTimePlusItsDuration) {
+  coordination::Lease l;
+  EXPECT_FALSE(agentLeaseFresh(nullptr, kNow));
+  EXPECT_FALSE(agentLeaseFresh(&l, kNow)) << "no renewTime";
+  l.spec.renewTime = kNow - std::chrono::seconds(5);
+  EXPECT_FALSE(agentLeaseFresh(&l, kNow)) << "no duration";
+  l.spec.leaseDurationSeconds = 6;
+  EXPECT_TRUE(agentLeaseFresh(&l, kNow));
+  EXPECT_EQ(agentLeaseExpiry(l), kNow + std::chrono::seconds(1));
+  EXPECT_FALSE(agentLeaseFresh(&l, kNow + std::chrono::seconds(1)));
+}
+
+TEST(HolderMoves, TheSwitchIsOperatorConfigSpecDataplaneAgent) {
+  EXPECT_FALSE(agentEnabled(nullptr));
+  v1alpha1::OperatorConfig c;
+  EXPECT_FALSE(agentEnabled(&c));
+  c.spec.dataplane = v1alpha1::DataplaneSpec{false};
+  EXPECT_FALSE(agentEnabled(&c));
+  c.spec.dataplane->agent = true;
+  EXPECT_TRUE(agentEnabled(&c));
+}
+
+}  // namespace
+}  // namespace egress::controller
