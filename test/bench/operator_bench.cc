@@ -2,6 +2,8 @@
 // holds the pods (make bench seeds 10,000 with informer_bench --create). It creates the pools,
 // the OperatorConfig and the policies (one gateway replica each; a few select the seeded pods),
 // starts the egress-operator binary, and prints:
+//   list_pods        what the pod informer's first LIST transfers, measured on the bench's own
+//                    LIST of the same collection just before: wire bytes and JSON bytes;
 //   time_to_synced   from the process start until /readyz answers (every informer synced);
 //   time_to_ready    until every policy reports Ready=True (gateways Available, IPs held);
 //   time_to_quiet    until the operator has made no write for 10 s: the Events it recorded
@@ -16,6 +18,7 @@
 //
 //   operator_bench --kubeconfig K --operator build/cmd/egress-operator/egress-operator
 //                  --namespace bench --policies 1000 --pools 20
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -28,6 +31,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "pkg/cli/flag_set.h"
 #include "test/bench/bench_util.h"
@@ -227,6 +232,59 @@ bool deleteSeededPods(boost::asio::io_context& ioc, kube::RestClient& client,
   return false;
 }
 
+// What the first LIST of the operator's pod informer transfers (resourceVersion=0, served whole
+// from the watch cache), measured on the bench's own LIST of the same collection: bytes on the
+// wire (gzip, TLS) from the socket counters, and the JSON once decompressed.
+struct ListBytes {
+  uint64_t wire = 0;
+  uint64_t json = 0;
+  bool gzip = false;
+  int items = 0;
+  size_t podJson = 0;           // one seeded pod as listed
+  size_t podJsonUnmanaged = 0;  // ... without metadata.managedFields
+};
+
+size_t jsonSize(const rapidjson::Value& v) {
+  rapidjson::StringBuffer out;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(out);
+  v.Accept(writer);
+  return out.GetSize();
+}
+
+std::optional<ListBytes> listPodsBytes(boost::asio::io_context& ioc, kube::RestClient& client) {
+  const uint64_t before = tcpBytesReceived();
+  auto r = testutil::runSync(ioc, client.raw("GET", "/api/v1/pods?resourceVersion=0&limit=500"));
+  const uint64_t after = tcpBytesReceived();
+  if (!r || r->status != 200) {
+    std::fprintf(stderr, "list pods: %s\n",
+                 r ? std::to_string(r->status).c_str() : r.error().message().c_str());
+    return std::nullopt;
+  }
+  ListBytes b;
+  b.wire = after - before;
+  b.json = r->body.size();
+  b.gzip = r->decompressed;
+  rapidjson::Document doc;
+  doc.Parse(r->body.data(), r->body.size());
+  if (doc.HasParseError() || !doc.HasMember("items")) {
+    std::fprintf(stderr, "list pods: not a list\n");
+    return std::nullopt;
+  }
+  if (doc["metadata"].HasMember("continue") &&
+      !std::string(doc["metadata"]["continue"].GetString()).empty()) {
+    std::fprintf(stderr, "list pods: paged (no watch cache?): only the first page counted\n");
+  }
+  for (auto& item : doc["items"].GetArray()) {
+    ++b.items;
+    if (b.podJson == 0 && std::string(item["metadata"]["name"].GetString()) == "bench-0") {
+      b.podJson = jsonSize(item);
+      item["metadata"].RemoveMember("managedFields");
+      b.podJsonUnmanaged = jsonSize(item);
+    }
+  }
+  return b;
+}
+
 int run(const std::string& kubeconfig, const std::string& binary, const std::string& ns,
         int policies, int pools, int workers) {
   boost::asio::io_context ioc;
@@ -275,6 +333,25 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
     }
   }
   std::printf("created pools=%d policies=%d in %.1fs\n", pools, policies, secondsSince(setupStart));
+
+  const auto listed = listPodsBytes(ioc, *client);
+  if (!listed) {
+    return 1;
+  }
+  std::printf(
+      "list_pods: items=%d wire_bytes=%llu json_bytes=%llu gzip=%s wire_bytes_per_pod=%.0f "
+      "pod_json_bytes=%zu pod_json_bytes_without_managed_fields=%zu\n",
+      listed->items, static_cast<unsigned long long>(listed->wire),
+      static_cast<unsigned long long>(listed->json), listed->gzip ? "yes" : "no",
+      listed->items > 0 ? static_cast<double>(listed->wire) / listed->items : 0.0, listed->podJson,
+      listed->podJsonUnmanaged);
+  std::printf(
+      "{\"figure\":\"cold_start_list_bytes\",\"source\":\"bench_list_rv0\",\"items\":%d,"
+      "\"wire_bytes\":%llu,\"json_bytes\":%llu,\"gzip\":%s,\"pod_json_bytes\":%zu,"
+      "\"pod_json_bytes_without_managed_fields\":%zu}\n",
+      listed->items, static_cast<unsigned long long>(listed->wire),
+      static_cast<unsigned long long>(listed->json), listed->gzip ? "true" : "false",
+      listed->podJson, listed->podJsonUnmanaged);
 
   auto full = coldStart(ioc, *client, binary, kubeconfig, ns, policies, workers);
   if (!full) {
