@@ -14,16 +14,24 @@
 //   rss              the operator's resident memory (process_resident_memory_bytes) after
 //                    convergence; and per cached pod: the difference to a second cold start
 //                    without the seeded pods, over the difference in cached pods.
-// Then 60 s of steady state after quiet: writes made meanwhile (the target is 0).
+// Then 60 s of steady state after quiet: writes made meanwhile (the target is 0). Then churn:
+// --churn label flips, paced at --churn-rate, of --churn-pods pods bound to the fake nodes, each
+// moving a pod into or out of policy bench-10's selector; the latency from each flip's PATCH to
+// the update of the policy's ConfigMap that reflects it (matched by its data.sources), p50/p99,
+// and the operator's CPU seconds (process_cpu_seconds_total) per 1,000 flips.
 //
 //   operator_bench --kubeconfig K --operator build/cmd/egress-operator/egress-operator
 //                  --namespace bench --policies 1000 --pools 20
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -51,6 +59,13 @@ const kube::Resource kConfigs{"networking.egressgateway.dev", "v1alpha1", "opera
 const kube::Resource kPolicies{"networking.egressgateway.dev", "v1alpha1", "egressgatewaypolicies",
                                true};
 const kube::Resource kPodsResource{"", "v1", "pods", true};
+const kube::Resource kConfigMaps{"", "v1", "configmaps", true};
+const kube::Resource kNodes{"", "v1", "nodes", false};
+
+// Policy bench-<kChurnPolicy> selects the churn pods whose app label is kChurnIn.
+constexpr int kChurnPolicy = 10;
+constexpr const char* kChurnIn = "bench-churn-in";
+constexpr const char* kChurnOut = "bench-churn-out";
 
 // The value of every sample of `name` whose line contains `filter`, summed.
 double metric(const std::string& text, const std::string& name, const std::string& filter = "") {
@@ -285,8 +300,270 @@ std::optional<ListBytes> listPodsBytes(boost::asio::io_context& ioc, kube::RestC
   return b;
 }
 
+// The churn's bookkeeping, shared by the pacer (main thread) and the ConfigMap watcher.
+struct ChurnState {
+  std::mutex mu;
+  // A change in flight: the pod's "ip@node" source line -> when its patch was sent, and whether
+  // the policy's ConfigMap must now list it.
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, bool>> pending;
+  std::vector<double> latencies;  // seconds, change sent -> ConfigMap showing it
+  std::atomic<bool> stop{false};
+  std::atomic<bool> failed{false};
+};
+
+// Watches ConfigMap `name` from resourceVersion `rv` on a connection and thread of its own, and
+// settles every pending change that an update's data.sources reflects.
+void watchSources(const std::string& kubeconfig, const std::string& ns, const std::string& name,
+                  std::string rv, ChurnState* st) {
+  boost::asio::io_context ioc;
+  auto client = makeClient(ioc, kubeconfig);
+  if (!client) {
+    st->failed = true;
+    return;
+  }
+  while (!st->stop) {
+    kube::ListOptions opts;
+    opts.fieldSelector = "metadata.name=" + name;
+    opts.resourceVersion = rv;
+    opts.timeoutSeconds = 5;  // so that stop is seen
+    auto w = testutil::runSync(ioc, client->watch(kConfigMaps, ns, opts));
+    if (!w) {
+      std::fprintf(stderr, "watch %s: %s\n", name.c_str(), w.error().message().c_str());
+      st->failed = true;
+      return;
+    }
+    for (;;) {
+      auto ev = testutil::runSync(ioc, (*w)->next());
+      if (!ev) {
+        std::fprintf(stderr, "watch %s: %s\n", name.c_str(), ev.error().message().c_str());
+        st->failed = true;
+        return;
+      }
+      if (!*ev) {
+        break;  // timeoutSeconds: again from rv
+      }
+      const auto now = std::chrono::steady_clock::now();
+      const auto type = (*ev)->type;
+      if (type == kube::WatchEventType::Error) {
+        std::fprintf(stderr, "watch %s: %s\n", name.c_str(), (*ev)->toError().message().c_str());
+        st->failed = true;
+        return;
+      }
+      const auto& obj = (*ev)->object();
+      rv = obj["metadata"]["resourceVersion"].GetString();
+      if (type != kube::WatchEventType::Added && type != kube::WatchEventType::Modified) {
+        continue;
+      }
+      std::set<std::string> sources;
+      if (obj.HasMember("data") && obj["data"].HasMember("sources")) {
+        std::istringstream in(obj["data"]["sources"].GetString());
+        for (std::string line; std::getline(in, line);) {
+          sources.insert(line);
+        }
+      }
+      std::lock_guard lock(st->mu);
+      for (auto it = st->pending.begin(); it != st->pending.end();) {
+        if ((sources.count(it->first) != 0) == it->second.second) {
+          st->latencies.push_back(std::chrono::duration<double>(now - it->second.first).count());
+          it = st->pending.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) {
+    return -1;
+  }
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank > 0 ? rank - 1 : 0)];
+}
+
+struct ChurnResult {
+  int changes = 0;
+  double seconds = 0;  // from the first change sent until the last one was seen
+  double p50 = 0;
+  double p99 = 0;
+  double max = 0;
+  double patchP50 = 0;  // the label PATCH's own round trip
+  double cpuSeconds = 0;
+  double writes = 0;  // the operator's writes meanwhile
+  int unmatched = 0;  // changes no ConfigMap update reflected within 60 s of the last one
+  int deferred = 0;   // ticks at which every churn pod still had a change in flight
+};
+
+// The churn pods, bound to the fake nodes (the test kubelet gives them addresses), each named
+// in the churn policy's ConfigMap while its app label is kChurnIn. Their source lines, by name.
+std::optional<std::map<std::string, std::string>> createChurnPods(boost::asio::io_context& ioc,
+                                                                  kube::RestClient& client,
+                                                                  const std::string& ns, int pods) {
+  std::vector<std::string> nodes;
+  if (!forEachItem(ioc, client, kNodes, "",
+                   [&](const rapidjson::Value& n) {
+                     nodes.emplace_back(n["metadata"]["name"].GetString());
+                   }) ||
+      nodes.empty()) {
+    std::fprintf(stderr, "no nodes for the churn pods\n");
+    return std::nullopt;
+  }
+  auto ownerUid = ensurePodOwner(ioc, client, ns);
+  if (!ownerUid) {
+    return std::nullopt;
+  }
+  for (int i = 0; i < pods; ++i) {
+    std::string body = benchPod("churn-" + std::to_string(i), *ownerUid, kChurnOut,
+                                nodes[static_cast<size_t>(i) % nodes.size()]);
+    auto r = testutil::runSync(ioc, client.create(kPodsResource, ns, std::move(body)));
+    if (!r && !r.error().isAlreadyExists()) {
+      std::fprintf(stderr, "create churn pod: %s\n", r.error().message().c_str());
+      return std::nullopt;
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::map<std::string, std::string> sources;
+  while (secondsSince(start) < 300) {
+    sources.clear();
+    if (!forEachItem(ioc, client, kPodsResource, ns, [&](const rapidjson::Value& p) {
+          const std::string name = p["metadata"]["name"].GetString();
+          if (name.rfind("churn-", 0) == 0 && p.HasMember("status") &&
+              p["status"].HasMember("podIP")) {
+            sources[name] = std::string(p["status"]["podIP"].GetString()) + "@" +
+                            p["spec"]["nodeName"].GetString();
+          }
+        })) {
+      return std::nullopt;
+    }
+    if (static_cast<int>(sources.size()) == pods) {
+      return sources;
+    }
+    std::this_thread::sleep_for(1s);
+  }
+  std::fprintf(stderr, "only %zu of %d churn pods got an address\n", sources.size(), pods);
+  return std::nullopt;
+}
+
+bool deleteChurnPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
+                     int pods) {
+  for (int i = 0; i < pods; ++i) {
+    kube::DeleteOptions opts;
+    opts.gracePeriodSeconds = 0;  // no kubelet to wait for: they run no containers
+    auto r = testutil::runSync(
+        ioc, client.remove(kPodsResource, ns, "churn-" + std::to_string(i), opts));
+    if (!r && !r.error().isNotFound()) {
+      std::fprintf(stderr, "delete churn pod: %s\n", r.error().message().c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+// `changes` label flips of the churn pods at `rate` per second, each moving one pod into or out
+// of the churn policy's selector; the latency of each is from its PATCH being sent until the
+// policy's ConfigMap (egw-bench-<kChurnPolicy>) lists the pod's address, or no longer does.
+std::optional<ChurnResult> churn(boost::asio::io_context& ioc, kube::RestClient& client,
+                                 const std::string& kubeconfig, const std::string& ns,
+                                 int metricsPort, int changes, double rate, int pods) {
+  auto sources = createChurnPods(ioc, client, ns, pods);
+  if (!sources) {
+    return std::nullopt;
+  }
+  const std::string configMap = "egw-bench-" + std::to_string(kChurnPolicy);
+  auto cm = testutil::runSync(ioc, client.get(kConfigMaps, ns, configMap));
+  if (!cm) {
+    std::fprintf(stderr, "get %s: %s\n", configMap.c_str(), cm.error().message().c_str());
+    return std::nullopt;
+  }
+  // Let the operator settle the churn pods' arrival before the CPU and writes are counted.
+  std::this_thread::sleep_for(5s);
+  ChurnState st;
+  std::thread watcher(watchSources, kubeconfig, ns, configMap,
+                      std::string((*cm)["metadata"]["resourceVersion"].GetString()), &st);
+  const std::string before = testenv::httpGet(metricsPort, "/metrics");
+  std::vector<std::pair<std::string, std::string>> order(sources->begin(), sources->end());
+  std::map<std::string, bool> in;
+  std::vector<double> patchTimes;
+  ChurnResult res;
+  const auto start = std::chrono::steady_clock::now();
+  size_t next = 0;
+  for (int tick = 0; res.changes < changes && !st.failed; ++tick) {
+    std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::duration<double>(tick / rate)));
+    // The next pod round robin without a change in flight (two would make the match ambiguous).
+    std::optional<size_t> pick;
+    {
+      std::lock_guard lock(st.mu);
+      for (size_t k = 0; k < order.size() && !pick; ++k) {
+        const size_t at = (next + k) % order.size();
+        if (st.pending.count(order[at].second) == 0) {
+          pick = at;
+        }
+      }
+      if (!pick) {
+        ++res.deferred;
+        continue;
+      }
+      next = *pick + 1;
+      const auto& [name, source] = order[*pick];
+      in[name] = !in[name];
+      st.pending[source] = {std::chrono::steady_clock::now(), in[name]};
+    }
+    const auto& name = order[*pick].first;
+    std::string patch = std::string(R"({"metadata":{"labels":{"app":")") +
+                        (in[name] ? kChurnIn : kChurnOut) + "\"}}}";
+    const auto sent = std::chrono::steady_clock::now();
+    auto r = testutil::runSync(
+        ioc, client.patch(kPodsResource, ns, name, kube::PatchType::Merge, std::move(patch)));
+    if (!r) {
+      std::fprintf(stderr, "patch %s: %s\n", name.c_str(), r.error().message().c_str());
+      st.failed = true;
+      break;
+    }
+    patchTimes.push_back(secondsSince(sent));
+    ++res.changes;
+  }
+  const auto sentAll = std::chrono::steady_clock::now();
+  while (!st.failed && std::chrono::steady_clock::now() - sentAll < 60s) {
+    {
+      std::lock_guard lock(st.mu);
+      if (st.pending.empty()) {
+        break;
+      }
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  res.seconds = secondsSince(start);
+  const std::string after = testenv::httpGet(metricsPort, "/metrics");
+  st.stop = true;
+  watcher.join();
+  if (st.failed) {
+    return std::nullopt;
+  }
+  res.unmatched = static_cast<int>(st.pending.size());
+  res.p50 = percentile(st.latencies, 0.50);
+  res.p99 = percentile(st.latencies, 0.99);
+  res.max = percentile(st.latencies, 1.0);
+  res.patchP50 = percentile(patchTimes, 0.50);
+  res.cpuSeconds =
+      metric(after, "process_cpu_seconds_total") - metric(before, "process_cpu_seconds_total");
+  res.writes = allWrites(after) - allWrites(before);
+  if (!deleteChurnPods(ioc, client, ns, pods)) {
+    return std::nullopt;
+  }
+  return res;
+}
+
+struct ChurnOptions {
+  int changes = 2000;
+  double rate = 20;
+  int pods = 100;
+};
+
 int run(const std::string& kubeconfig, const std::string& binary, const std::string& ns,
-        int policies, int pools, int workers) {
+        int policies, int pools, int workers, const ChurnOptions& churnOptions) {
   boost::asio::io_context ioc;
   auto client = makeClient(ioc, kubeconfig, true);
   if (!client) {
@@ -318,8 +595,11 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   }
   const auto setupStart = std::chrono::steady_clock::now();
   for (int i = 0; i < policies; ++i) {
-    // A few select every seeded pod (their ConfigMaps list them all); the rest select none.
-    const std::string app = i < 10 ? "bench" : "none-" + std::to_string(i);
+    // A few select every seeded pod (their ConfigMaps list them all), one the churn pods while
+    // they are "in"; the rest select none.
+    const std::string app = i < 10              ? "bench"
+                            : i == kChurnPolicy ? kChurnIn
+                                                : "none-" + std::to_string(i);
     std::string body =
         R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"EgressGatewayPolicy",)"
         R"("metadata":{"name":"bench-)" +
@@ -379,6 +659,27 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   const std::string after = testenv::httpGet(full->metricsPort, "/metrics");
   const double steadyWrites = allWrites(after) - total;
   std::printf("steady_state_60s_writes=%.0f\n", steadyWrites);
+  if (churnOptions.changes > 0) {
+    auto c = churn(ioc, *client, kubeconfig, ns, full->metricsPort, churnOptions.changes,
+                   churnOptions.rate, churnOptions.pods);
+    if (!c) {
+      return 1;
+    }
+    const double perThousand = c->changes > 0 ? c->cpuSeconds * 1000.0 / c->changes : 0.0;
+    std::printf(
+        "churn: changes=%d pods=%d rate=%.0f/s seconds=%.1f latency_p50=%.3fs "
+        "latency_p99=%.3fs latency_max=%.3fs patch_p50=%.3fs unmatched=%d deferred=%d "
+        "cpu_seconds=%.2f cpu_seconds_per_1000_events=%.2f writes=%.0f\n",
+        c->changes, churnOptions.pods, churnOptions.rate, c->seconds, c->p50, c->p99, c->max,
+        c->patchP50, c->unmatched, c->deferred, c->cpuSeconds, perThousand, c->writes);
+    std::printf(
+        "{\"figure\":\"churn\",\"changes\":%d,\"pods\":%d,\"rate_per_s\":%.1f,"
+        "\"seconds\":%.1f,\"latency_p50_s\":%.3f,\"latency_p99_s\":%.3f,"
+        "\"latency_max_s\":%.3f,\"patch_p50_s\":%.3f,\"unmatched\":%d,"
+        "\"cpu_seconds\":%.2f,\"cpu_seconds_per_1000_events\":%.2f,\"writes\":%.0f}\n",
+        c->changes, churnOptions.pods, churnOptions.rate, c->seconds, c->p50, c->p99, c->max,
+        c->patchP50, c->unmatched, c->cpuSeconds, perThousand, c->writes);
+  }
   full->op->signal(SIGTERM);
   full->op->reap(60s);
 
@@ -424,6 +725,9 @@ int main(int argc, char** argv) {
   int64_t policies = 1000;
   int64_t pools = 20;
   int64_t workers = 8;
+  int64_t churnChanges = 2000;
+  int64_t churnPods = 100;
+  double churnRate = 20;
   bool help = false;
   flags.addString("kubeconfig", kubeconfig, "Path to a kubeconfig.");
   flags.addString("operator", binary, "The egress-operator binary.");
@@ -431,11 +735,19 @@ int main(int argc, char** argv) {
   flags.addInt("policies", policies, "Policies to create, one gateway replica each.");
   flags.addInt("pools", pools, "IPAMPools (a /24 each) the policies are spread over.");
   flags.addInt("workers", workers, "The operator's --workers.");
+  flags.addInt("churn", churnChanges,
+               "Source-pod label flips after the steady state (0: no churn phase).");
+  flags.addInt("churn-pods", churnPods, "Pods (bound to the fake nodes) the flips go round.");
+  flags.addDouble("churn-rate", churnRate, "Flips per second.");
   flags.addBool("help", help, "Print this help.");
   if (auto err = flags.parse(argc, argv); !err.empty() || help || binary.empty()) {
     std::fprintf(help ? stdout : stderr, "%s\n%s", err.c_str(), flags.usage().c_str());
     return help ? 0 : 2;
   }
+  bench::ChurnOptions churn;
+  churn.changes = static_cast<int>(churnChanges);
+  churn.pods = static_cast<int>(churnPods);
+  churn.rate = churnRate;
   return bench::run(kubeconfig, binary, ns, static_cast<int>(policies), static_cast<int>(pools),
-                    static_cast<int>(workers));
+                    static_cast<int>(workers), churn);
 }
