@@ -18,7 +18,9 @@
 // --churn label flips, paced at --churn-rate, of --churn-pods pods bound to the fake nodes, each
 // moving a pod into or out of policy bench-10's selector; the latency from each flip's PATCH to
 // the update of the policy's ConfigMap that reflects it (matched by its data.sources), p50/p99,
-// and the operator's CPU seconds (process_cpu_seconds_total) per 1,000 flips.
+// and the operator's CPU seconds (process_cpu_seconds_total) per 1,000 flips. Then, with the
+// operator stopped, the API server's ceiling: the operator's POSTs, PUTs and PATCHes until quiet
+// sent again by 16 concurrent workers (ceiling()), and convergence time over that time.
 //
 //   operator_bench --kubeconfig K --operator build/cmd/egress-operator/egress-operator
 //                  --namespace bench --policies 1000 --pools 20
@@ -37,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -61,6 +64,7 @@ const kube::Resource kPolicies{"networking.egressgateway.dev", "v1alpha1", "egre
 const kube::Resource kPodsResource{"", "v1", "pods", true};
 const kube::Resource kConfigMaps{"", "v1", "configmaps", true};
 const kube::Resource kNodes{"", "v1", "nodes", false};
+const kube::Resource kEvents{"", "v1", "events", true};
 
 // Policy bench-<kChurnPolicy> selects the churn pods whose app label is kChurnIn.
 constexpr int kChurnPolicy = 10;
@@ -556,6 +560,117 @@ std::optional<ChurnResult> churn(boost::asio::io_context& ioc, kube::RestClient&
   return res;
 }
 
+// The API server's own ceiling: as many Event POSTs, PUTs and PATCHes (server-side applies) as
+// the operator made until quiet, sent by the bench with 16 concurrent workers on scratch objects
+// in a namespace of their own (Events like the recorder's; ConfigMaps of about a policy status's
+// size for the updates and applies, which the operator does not reconcile).
+struct CeilingWork {
+  kube::RestClient* client = nullptr;
+  std::string ns;
+  int posts = 0;
+  int puts = 0;
+  int patches = 0;
+  int objects = 0;  // scratch ConfigMaps the PUTs and PATCHes go round
+  int next = 0;     // the io_context is single-threaded: the workers share this plainly
+  int failures = 0;
+  int done = 0;
+};
+
+std::string scratchConfigMap(const std::string& name, int serial) {
+  // Every write changes the object: the server skips identical updates.
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
+         R"("},"data":{"serial":")" + std::to_string(serial) + R"(","sources":")" +
+         std::string(1200, 'x') + "\"}}";
+}
+
+std::string scratchEvent(int serial) {
+  const std::string name = "ceiling." + std::to_string(serial);
+  return R"({"apiVersion":"v1","kind":"Event","metadata":{"name":")" + name +
+         R"("},"involvedObject":{"apiVersion":"networking.egressgateway.dev/v1alpha1",)"
+         R"("kind":"EgressGatewayPolicy","name":"scratch","namespace":"bench-ceiling"},)"
+         R"("reason":"Allocated","message":"allocated 100.64.0.)" +
+         std::to_string(serial % 256) +
+         R"( from pool bench-0 for gateway replica 0","type":"Normal",)"
+         R"("source":{"component":"egress-operator"},"count":1,)"
+         R"("firstTimestamp":"2026-12-02T05:00:00Z","lastTimestamp":"2026-12-02T05:00:00Z"})";
+}
+
+boost::asio::awaitable<void> ceilingWorker(CeilingWork* w) {
+  const int total = w->posts + w->puts + w->patches;
+  for (int i = w->next++; i < total; i = w->next++) {
+    bool ok = true;
+    if (i < w->posts) {
+      std::string body = scratchEvent(i);
+      auto r = co_await w->client->create(kEvents, w->ns, std::move(body));
+      ok = static_cast<bool>(r);
+    } else {
+      const std::string name = "scratch-" + std::to_string(i % w->objects);
+      std::string body = scratchConfigMap(name, i);
+      if (i < w->posts + w->puts) {
+        auto r = co_await w->client->update(kConfigMaps, w->ns, name, std::move(body));
+        ok = static_cast<bool>(r);
+      } else {
+        kube::WriteOptions opts;
+        opts.fieldManager = "bench-ceiling";
+        opts.force = true;
+        auto r =
+            co_await w->client->apply(kConfigMaps, w->ns, name, std::move(body), std::move(opts));
+        ok = static_cast<bool>(r);
+      }
+    }
+    w->failures += ok ? 0 : 1;
+  }
+  ++w->done;
+}
+
+void rethrow(const std::exception_ptr& e) {
+  if (e) {
+    std::rethrow_exception(e);
+  }
+}
+
+// Seconds for the whole batch of writes, or nullopt.
+std::optional<double> ceiling(boost::asio::io_context& ioc, kube::RestClient& client, int posts,
+                              int puts, int patches, int objects) {
+  CeilingWork w;
+  w.client = &client;
+  w.ns = "bench-ceiling";
+  w.posts = posts;
+  w.puts = puts;
+  w.patches = patches;
+  w.objects = objects;
+  const std::string nsBody =
+      R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"bench-ceiling"}})";
+  (void)testutil::runSync(ioc,
+                          client.create(kube::Resource{"", "v1", "namespaces", false}, "", nsBody));
+  for (int i = 0; i < objects; ++i) {  // the objects the updates replace, not timed
+    const std::string name = "scratch-" + std::to_string(i);
+    auto r = testutil::runSync(ioc, client.create(kConfigMaps, w.ns, scratchConfigMap(name, -1)));
+    if (!r && !r.error().isAlreadyExists()) {
+      std::fprintf(stderr, "create %s: %s\n", name.c_str(), r.error().message().c_str());
+      return std::nullopt;
+    }
+  }
+  constexpr int kWorkers = 16;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kWorkers; ++i) {
+    boost::asio::co_spawn(ioc, ceilingWorker(&w), rethrow);
+  }
+  while (w.done < kWorkers) {
+    if (ioc.run_one() == 0) {
+      ioc.restart();
+    }
+  }
+  const double seconds = secondsSince(start);
+  (void)testutil::runSync(
+      ioc, client.remove(kube::Resource{"", "v1", "namespaces", false}, "", "bench-ceiling"));
+  if (w.failures > 0) {
+    std::fprintf(stderr, "%d of the ceiling's writes failed\n", w.failures);
+    return std::nullopt;
+  }
+  return seconds;
+}
+
 struct ChurnOptions {
   int changes = 2000;
   double rate = 20;
@@ -682,6 +797,25 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   }
   full->op->signal(SIGTERM);
   full->op->reap(60s);
+
+  // The API server's ceiling, with the operator stopped: the same writes by verb.
+  const int posts = static_cast<int>(writes(full->metrics, "POST"));
+  const int puts = static_cast<int>(writes(full->metrics, "PUT"));
+  const int patches = static_cast<int>(writes(full->metrics, "PATCH"));
+  const auto raw = ceiling(ioc, *client, posts, puts, patches, policies);
+  if (!raw) {
+    return 1;
+  }
+  std::printf(
+      "ceiling: posts=%d puts=%d patches=%d workers=16 raw_write_seconds=%.2f "
+      "writes_per_second=%.0f ready_over_raw=%.1f quiet_over_raw=%.1f\n",
+      posts, puts, patches, *raw, (posts + puts + patches) / *raw, full->ready / *raw,
+      full->quiet / *raw);
+  std::printf(
+      "{\"figure\":\"api_server_ceiling\",\"posts\":%d,\"puts\":%d,\"patches\":%d,"
+      "\"workers\":16,\"raw_write_seconds\":%.2f,\"time_to_ready_s\":%.2f,"
+      "\"time_to_quiet_s\":%.2f,\"ready_over_raw\":%.2f,\"quiet_over_raw\":%.2f}\n",
+      posts, puts, patches, *raw, full->ready, full->quiet, full->ready / *raw, full->quiet / *raw);
 
   // The cost of a cached pod is what it adds: the same cold start again without the seeded pods
   // (only the gateway pods remain) is the baseline, and the difference over the difference in
