@@ -20,7 +20,10 @@
 // the update of the policy's ConfigMap that reflects it (matched by its data.sources), p50/p99,
 // and the operator's CPU seconds (process_cpu_seconds_total) per 1,000 flips. Then, with the
 // operator stopped, the API server's ceiling: the operator's POSTs, PUTs and PATCHes until quiet
-// sent again by 16 concurrent workers (ceiling()), and convergence time over that time.
+// sent again by 16 concurrent workers (ceiling()), and convergence time over that time. Last,
+// failover: two replicas with leader election (15/10/2 s), the leader SIGKILLed, then (a fresh
+// pair) SIGTERMed: when the other holds the Lease, and when a policy change made at the signal
+// reaches its ConfigMap.
 //
 //   operator_bench --kubeconfig K --operator build/cmd/egress-operator/egress-operator
 //                  --namespace bench --policies 1000 --pools 20
@@ -33,6 +36,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -671,6 +675,108 @@ std::optional<double> ceiling(boost::asio::io_context& ioc, kube::RestClient& cl
   return seconds;
 }
 
+// An operator replica with leader election on (the 15/10/2 s defaults) and its ports.
+struct Replica {
+  std::unique_ptr<testenv::ChildProcess> op;
+  int metricsPort = 0;
+};
+
+Replica startReplica(const std::string& binary, const std::string& kubeconfig,
+                     const std::string& ns, int workers, const std::string& log) {
+  Replica r;
+  r.metricsPort = testenv::freeLoopbackPort();
+  const int probePort = testenv::freeLoopbackPort();
+  r.op = std::make_unique<testenv::ChildProcess>(
+      std::vector<std::string>{binary, "--kubeconfig=" + kubeconfig, "--leader-elect",
+                               "--leader-election-namespace=" + ns,
+                               "--leader-election-id=egw-bench-failover",
+                               "--metrics-bind-address=127.0.0.1:" + std::to_string(r.metricsPort),
+                               "--health-probe-bind-address=127.0.0.1:" + std::to_string(probePort),
+                               "--workers=" + std::to_string(workers), "--kube-api-qps=-1"},
+      log);
+  return r;
+}
+
+bool leads(const Replica& r) {
+  return metric(testenv::httpGet(r.metricsPort, "/metrics"), "leader_election_master_status") == 1;
+}
+
+struct Failover {
+  double leaseAcquired = -1;  // seconds from the signal until the standby leads
+  double firstWrite = -1;     // ... until the ConfigMap shows the change made at the signal
+};
+
+// Two replicas; once one leads and has settled, it gets `sig` and, at the same moment, policy
+// bench-<policy>'s destinations change. Measured: when the other replica holds the Lease, and
+// when the change reaches the policy's ConfigMap (written by the new leader: the old one is gone
+// or, after SIGTERM, stopped its controllers before releasing the Lease).
+std::optional<Failover> failover(boost::asio::io_context& ioc, kube::RestClient& client,
+                                 const std::string& binary, const std::string& kubeconfig,
+                                 const std::string& ns, int workers, int policy, int sig,
+                                 int serial) {
+  Replica replicas[2] = {
+      startReplica(binary, kubeconfig, ns, workers, "/tmp/operator_bench.a.log"),
+      startReplica(binary, kubeconfig, ns, workers, "/tmp/operator_bench.b.log")};
+  int leader = -1;
+  const auto start = std::chrono::steady_clock::now();
+  while (leader < 0 && secondsSince(start) < 120) {
+    for (int i = 0; i < 2 && leader < 0; ++i) {
+      leader = leads(replicas[i]) ? i : -1;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  if (leader < 0) {
+    std::fprintf(stderr, "no replica became the leader\n");
+    return std::nullopt;
+  }
+  // Settled: a fresh leader replays its caches (converged, it writes little); wait until it
+  // makes no more writes in 6 s than its Lease renewals (one per 2 s retry period).
+  while (secondsSince(start) < 300) {
+    const double before = allWrites(testenv::httpGet(replicas[leader].metricsPort, "/metrics"));
+    std::this_thread::sleep_for(6s);
+    if (allWrites(testenv::httpGet(replicas[leader].metricsPort, "/metrics")) - before <= 3) {
+      break;
+    }
+  }
+  const Replica& standby = replicas[1 - leader];
+  const std::string cidr = "203.0.113." + std::to_string(serial) + "/32";
+  std::string patch = R"({"spec":{"destinationCIDRs":[")" + cidr + "\"]}}";
+  const std::string name = "bench-" + std::to_string(policy);
+  const auto signalled = std::chrono::steady_clock::now();
+  replicas[leader].op->signal(sig);
+  auto patched = testutil::runSync(
+      ioc, client.patch(kPolicies, ns, name, kube::PatchType::Merge, std::move(patch)));
+  if (!patched) {
+    std::fprintf(stderr, "patch %s: %s\n", name.c_str(), patched.error().message().c_str());
+    return std::nullopt;
+  }
+  Failover f;
+  while (secondsSince(signalled) < 120 && (f.leaseAcquired < 0 || f.firstWrite < 0)) {
+    if (f.leaseAcquired < 0 && leads(standby)) {
+      f.leaseAcquired = secondsSince(signalled);
+    }
+    if (f.firstWrite < 0) {
+      auto cm = testutil::runSync(ioc, client.get(kConfigMaps, ns, "egw-" + name));
+      // One item per line (configMapData).
+      if (cm && cm->HasMember("data") && (*cm)["data"].HasMember("destination-cidrs") &&
+          std::string((*cm)["data"]["destination-cidrs"].GetString()) == cidr + "\n") {
+        f.firstWrite = secondsSince(signalled);
+      }
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  for (auto& r : replicas) {
+    r.op->signal(SIGTERM);
+    r.op->reap(60s);
+  }
+  if (f.leaseAcquired < 0 || f.firstWrite < 0) {
+    std::fprintf(stderr, "failover: lease %.1fs, first write %.1fs (not within 120 s)\n",
+                 f.leaseAcquired, f.firstWrite);
+    return std::nullopt;
+  }
+  return f;
+}
+
 struct ChurnOptions {
   int changes = 2000;
   double rate = 20;
@@ -830,6 +936,25 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   }
   base->op->signal(SIGTERM);
   base->op->reap(60s);
+
+  // Failover on the converged baseline (fewer pods to sync: the figure is the lease's timing).
+  // Destinations new to this cluster, so that an earlier run's ConfigMap cannot match.
+  int serial = static_cast<int>(std::random_device()() % 200);
+  for (const auto& [sig, label] : {std::pair<int, const char*>{SIGKILL, "sigkill"},
+                                   std::pair<int, const char*>{SIGTERM, "sigterm"}}) {
+    auto f =
+        failover(ioc, *client, binary, kubeconfig, ns, workers, kChurnPolicy + 1, sig, ++serial);
+    if (!f) {
+      return 1;
+    }
+    std::printf("failover_%s: lease_acquired=%.2fs first_write=%.2fs\n", label, f->leaseAcquired,
+                f->firstWrite);
+    std::printf(
+        "{\"figure\":\"failover\",\"signal\":\"%s\",\"lease_duration_s\":15,"
+        "\"renew_deadline_s\":10,\"retry_period_s\":2,\"lease_acquired_s\":%.2f,"
+        "\"first_write_s\":%.2f}\n",
+        label, f->leaseAcquired, f->firstWrite);
+  }
   const int podDelta = full->cachedPods - base->cachedPods;
   const double perPod = podDelta > 0 ? (full->rss - base->rss) / podDelta : 0.0;
   std::printf("baseline: cached_pods=%d rss=%.1fMiB time_to_synced=%.2fs\n", base->cachedPods,
