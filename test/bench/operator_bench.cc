@@ -55,6 +55,7 @@
 #include "test/e2e/testenv/loopback.h"
 #include "test/testutil/run_sync.h"
 #include <signal.h>
+#include <unistd.h>
 
 namespace egress::bench {
 namespace {
@@ -135,6 +136,12 @@ bool isReady(const rapidjson::Value& policy) {
   return false;
 }
 
+// The operator's log: /tmp/operator_bench.<pid><suffix>.log, so that benches run at the same time
+// from other worktrees on this machine do not write into each other's logs.
+std::string logPath(const std::string& suffix) {
+  return "/tmp/operator_bench." + std::to_string(getpid()) + suffix + ".log";
+}
+
 struct ColdStart {
   std::unique_ptr<testenv::ChildProcess> op;
   int metricsPort = 0;
@@ -162,7 +169,7 @@ std::optional<ColdStart> coldStart(boost::asio::io_context& ioc, kube::RestClien
           "--metrics-bind-address=127.0.0.1:" + std::to_string(run.metricsPort),
           "--health-probe-bind-address=127.0.0.1:" + std::to_string(probePort),
           "--workers=" + std::to_string(workers), "--kube-api-qps=-1"},
-      "/tmp/operator_bench.log");
+      logPath(""));
   if (!run.op->error().empty()) {
     std::fprintf(stderr, "%s\n", run.op->error().c_str());
     return std::nullopt;
@@ -714,9 +721,8 @@ std::optional<Failover> failover(boost::asio::io_context& ioc, kube::RestClient&
                                  const std::string& binary, const std::string& kubeconfig,
                                  const std::string& ns, int workers, int policy, int sig,
                                  int serial) {
-  Replica replicas[2] = {
-      startReplica(binary, kubeconfig, ns, workers, "/tmp/operator_bench.a.log"),
-      startReplica(binary, kubeconfig, ns, workers, "/tmp/operator_bench.b.log")};
+  Replica replicas[2] = {startReplica(binary, kubeconfig, ns, workers, logPath(".a")),
+                         startReplica(binary, kubeconfig, ns, workers, logPath(".b"))};
   int leader = -1;
   const auto start = std::chrono::steady_clock::now();
   while (leader < 0 && secondsSince(start) < 120) {
