@@ -30,12 +30,13 @@ echo "== the same without gzip-compressed LISTs (RestConfig::disableCompression=
   --transform strip --gzip=false --churn 0
 echo "== REST client: list and watch decoding, GETs over one pooled connection"
 "$build/test/bench/client_bench" --kubeconfig "$KUBECONFIG" --namespace bench --gets 2000
-echo "== the operator: $pods pods cached, 1,000 policies over 20 pools, cold start to every policy Ready"
+echo "== the operator: $pods pods cached, 1,000 policies over 20 pools, cold start to every policy Ready, then churn"
 "$TESTENV_DIR/bin/kubectl" --kubeconfig "$KUBECONFIG" apply -f manifests/ >/dev/null
 "$TESTENV_DIR/bin/kubectl" --kubeconfig "$KUBECONFIG" wait --for condition=established --timeout=60s \
   crd/ipampools.networking.egressgateway.dev crd/egressgatewaypolicies.networking.egressgateway.dev \
   crd/operatorconfigs.networking.egressgateway.dev >/dev/null
 "$build/test/bench/operator_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
-  --operator "$build/cmd/egress-operator/egress-operator" --policies 1000 --pools 20
+  --operator "$build/cmd/egress-operator/egress-operator" --policies 1000 --pools 20 \
+  --churn 2000 --churn-pods 100 --churn-rate 20
 echo "== IPAM: allocations per second and bytes per allocation (no cluster needed)"
 "$build/test/bench/ipam_bench"

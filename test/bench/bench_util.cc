@@ -5,6 +5,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 
+#include "test/testutil/run_sync.h"
 #include <malloc.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -91,14 +92,24 @@ void free(void* ptr) noexcept {
 namespace egress::bench {
 namespace {
 
-boost::asio::awaitable<void> createRange(kube::RestClient* client, std::string ns, int from, int to,
-                                         int* failures, int* done) {
+boost::asio::awaitable<void> createRange(kube::RestClient* client, std::string ns,
+                                         std::string ownerUid, int from, int to, int* failures,
+                                         int* done) {
   for (int i = from; i < to; ++i) {
-    std::string body = benchPod("bench-" + std::to_string(i));
+    const std::string name = "bench-" + std::to_string(i);
+    std::string body = benchPod(name, ownerUid, "bench", "");
     auto r = co_await client->create(kPods, ns, std::move(body));
     if (!r && !r.error().isAlreadyExists()) {
       ++*failures;
-      std::fprintf(stderr, "create bench-%d: %s\n", i, r.error().message().c_str());
+      std::fprintf(stderr, "create %s: %s\n", name.c_str(), r.error().message().c_str());
+      continue;
+    }
+    std::string status = benchPodStatus();
+    auto s = co_await client->patch(kPods, ns, name, kube::PatchType::Merge, std::move(status),
+                                    kube::WriteOptions(), "status");
+    if (!s) {
+      ++*failures;
+      std::fprintf(stderr, "patch %s/status: %s\n", name.c_str(), s.error().message().c_str());
     }
   }
   ++*done;
@@ -124,15 +135,121 @@ bool heapCountingEnabled() {
   return EGRESS_COUNT_HEAP != 0;
 }
 
+std::string benchPod(const std::string& name, const std::string& ownerUid, const std::string& app,
+                     const std::string& nodeName) {
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+         R"(","generateName":"web-7d9f8b6c5d-","labels":{"app":")" + app +
+         R"(","tier":"backend","team":"egress","pod-template-hash":"7d9f8b6c5d",)"
+         R"("app.kubernetes.io/name":"web","app.kubernetes.io/version":"1.2.3",)"
+         R"("app.kubernetes.io/part-of":"storefront"},"annotations":{"prometheus.io/scrape":"true",)"
+         R"("prometheus.io/port":"9090","kubectl.kubernetes.io/restartedAt":"2026-11-30T08:15:00Z",)"
+         R"("checksum/config":"5f2b8c0e9a7d4c1b3e6f8a0d2c4b6e8f1a3c5e7d9b0f2a4c6e8d0b2f4a6c8e0d"},)"
+         R"("ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"bench-owner","uid":")" +
+         ownerUid + R"(","controller":true,"blockOwnerDeletion":true}]},"spec":{)" +
+         (nodeName.empty() ? std::string(R"("schedulerName":"bench-no-scheduler",)")
+                           : R"("nodeName":")" + nodeName + "\",") +
+         R"("serviceAccountName":"default","terminationGracePeriodSeconds":30,)"
+         R"("securityContext":{"runAsNonRoot":true,"runAsUser":10001,"fsGroup":10001},)"
+         R"("initContainers":[{"name":"migrate","image":"example.invalid/bench/migrate:1.2.3",)"
+         R"("command":["/bin/migrate","--wait-for-db"],)"
+         R"("env":[{"name":"DB_HOST","value":"db.storefront.svc"}],)"
+         R"("resources":{"requests":{"cpu":"10m","memory":"16Mi"},)"
+         R"("limits":{"cpu":"100m","memory":"64Mi"}},)"
+         R"("volumeMounts":[{"name":"config","mountPath":"/etc/app"}]}],)"
+         R"("containers":[{"name":"app","image":"example.invalid/bench/app:1.2.3",)"
+         R"("args":["--port=8080","--metrics-port=9090","--log-level=info",)"
+         R"("--config=/etc/app/config.yaml"],)"
+         R"("ports":[{"name":"http","containerPort":8080,"protocol":"TCP"},)"
+         R"({"name":"metrics","containerPort":9090,"protocol":"TCP"}],)"
+         R"("env":[{"name":"MODE","value":"bench"},{"name":"REGION","value":"local"},)"
+         R"({"name":"POD_NAME","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}},)"
+         R"({"name":"POD_NAMESPACE","valueFrom":{"fieldRef":{"fieldPath":"metadata.namespace"}}},)"
+         R"({"name":"POD_IP","valueFrom":{"fieldRef":{"fieldPath":"status.podIP"}}},)"
+         R"({"name":"GOMAXPROCS","valueFrom":{"resourceFieldRef":{"resource":"limits.cpu",)"
+         R"("divisor":"1"}}}],"resources":{"requests":{"cpu":"250m","memory":"256Mi"},)"
+         R"("limits":{"cpu":"1","memory":"512Mi"}},)"
+         R"("livenessProbe":{"httpGet":{"path":"/healthz","port":8080},"initialDelaySeconds":10,)"
+         R"("periodSeconds":10,"timeoutSeconds":2,"failureThreshold":3},)"
+         R"("readinessProbe":{"httpGet":{"path":"/readyz","port":8080},"periodSeconds":5,)"
+         R"("timeoutSeconds":2},"volumeMounts":[{"name":"config","mountPath":"/etc/app",)"
+         R"("readOnly":true},{"name":"tls","mountPath":"/etc/tls","readOnly":true},)"
+         R"({"name":"cache","mountPath":"/var/cache/app"}],)"
+         R"("securityContext":{"allowPrivilegeEscalation":false,"readOnlyRootFilesystem":true,)"
+         R"("capabilities":{"drop":["ALL"]}}},)"
+         R"({"name":"sidecar-proxy","image":"example.invalid/bench/proxy:2.0.1",)"
+         R"("args":["proxy","--upstream=127.0.0.1:8080","--listen=0.0.0.0:15001"],)"
+         R"("ports":[{"name":"proxy","containerPort":15001,"protocol":"TCP"},)"
+         R"({"name":"admin","containerPort":15000,"protocol":"TCP"}],)"
+         R"("env":[{"name":"PROXY_MODE","value":"sidecar"},)"
+         R"({"name":"NODE_NAME","valueFrom":{"fieldRef":{"fieldPath":"spec.nodeName"}}}],)"
+         R"("resources":{"requests":{"cpu":"50m","memory":"64Mi"},)"
+         R"("limits":{"cpu":"500m","memory":"128Mi"}},)"
+         R"("readinessProbe":{"httpGet":{"path":"/ready","port":15000},"periodSeconds":5},)"
+         R"("volumeMounts":[{"name":"tls","mountPath":"/etc/tls","readOnly":true}]}],)"
+         R"("volumes":[{"name":"config","configMap":{"name":"web-config","defaultMode":420}},)"
+         R"({"name":"tls","secret":{"secretName":"web-tls","defaultMode":256}},)"
+         R"({"name":"cache","emptyDir":{"sizeLimit":"1Gi"}}],)"
+         R"("tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists",)"
+         R"("effect":"NoExecute","tolerationSeconds":300},)"
+         R"({"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute",)"
+         R"("tolerationSeconds":300}]}})";
+}
+
+std::string benchPodStatus() {
+  const std::string since = R"("lastProbeTime":null,"lastTransitionTime":"2026-12-01T10:00:00Z"})";
+  const std::string unready =
+      R"("status":"False","reason":"ContainersNotReady","message":"containers with unready )"
+      R"(status: [app sidecar-proxy]",)";
+  std::string statuses;
+  for (const char* c : {R"("app","image":"example.invalid/bench/app:1.2.3")",
+                        R"("sidecar-proxy","image":"example.invalid/bench/proxy:2.0.1")"}) {
+    statuses += std::string(statuses.empty() ? "" : ",") + R"({"name":)" + c +
+                R"(,"ready":false,"restartCount":0,"imageID":"",)"
+                R"("state":{"waiting":{"reason":"PodInitializing"}}})";
+  }
+  return R"({"status":{"conditions":[{"type":"PodScheduled","status":"False",)"
+         R"("reason":"Unschedulable","message":"0/5 nodes are available: 5 node(s) didn't )"
+         R"(match pod affinity rules.",)" +
+         since +
+         R"(,{"type":"Initialized","status":"False","reason":"ContainersNotInitialized",)"
+         R"("message":"containers with incomplete status: [migrate]",)" +
+         since + R"(,{"type":"ContainersReady",)" + unready + since + R"(,{"type":"Ready",)" +
+         unready + since +
+         R"(],"initContainerStatuses":[{"name":"migrate",)"
+         R"("image":"example.invalid/bench/migrate:1.2.3","ready":false,)"
+         R"("restartCount":0,"imageID":"","state":{"waiting":)"
+         R"({"reason":"PodInitializing"}}}],"containerStatuses":[)" +
+         statuses + "]}}";
+}
+
+std::optional<std::string> ensurePodOwner(boost::asio::io_context& ioc, kube::RestClient& client,
+                                          const std::string& ns) {
+  const kube::Resource configMaps{"", "v1", "configmaps", true};
+  const std::string body =
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bench-owner"}})";
+  (void)testutil::runSync(ioc, client.create(configMaps, ns, body));
+  auto owner = testutil::runSync(ioc, client.get(configMaps, ns, "bench-owner"));
+  if (!owner) {
+    std::fprintf(stderr, "the pods' owner: %s\n", owner.error().message().c_str());
+    return std::nullopt;
+  }
+  return std::string((*owner)["metadata"]["uid"].GetString());
+}
+
 bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
                 int count, int parallel) {
+  auto ownerUid = ensurePodOwner(ioc, client, ns);
+  if (!ownerUid) {
+    return false;
+  }
   int failures = 0;
   int done = 0;
   const int per = (count + parallel - 1) / parallel;
   for (int p = 0; p < parallel; ++p) {
     const int from = p * per;
     const int to = std::min(count, from + per);
-    boost::asio::co_spawn(ioc, createRange(&client, ns, from, to, &failures, &done), rethrow);
+    boost::asio::co_spawn(ioc, createRange(&client, ns, *ownerUid, from, to, &failures, &done),
+                          rethrow);
   }
   while (done < parallel) {
     if (ioc.run_one() == 0) {

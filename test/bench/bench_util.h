@@ -9,12 +9,14 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
 
 #include "pkg/kube/config_discovery.h"
 #include "pkg/kube/rest_client.h"
+#include "test/bench/tcp_bytes.h"
 
 namespace egress::bench {
 
@@ -72,20 +74,28 @@ inline std::unique_ptr<kube::RestClient> makeClient(boost::asio::io_context& ioc
   return std::move(*client);
 }
 
-// A pod for a scheduler that does not exist: it stays Pending, untouched by the scheduler, the
-// kubelet and the pod garbage collector (which deletes pods bound to unknown nodes).
-inline std::string benchPod(const std::string& name) {
-  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
-         R"(","labels":{"app":"bench","tier":"backend","team":"egress"},)"
-         R"("annotations":{"note":"a realistic pod carries annotations like this one"}},)"
-         R"("spec":{"schedulerName":"bench-no-scheduler","serviceAccountName":"default",)"
-         R"("containers":[{"name":"app","image":"example.invalid/bench/app:1.2.3",)"
-         R"("args":["--port=8080","--verbose"],"ports":[{"containerPort":8080}],)"
-         R"("env":[{"name":"MODE","value":"bench"},{"name":"REGION","value":"local"}],)"
-         R"("resources":{"requests":{"cpu":"10m","memory":"16Mi"}}}]}})";
-}
+// A realistic pod, about 6 KB of JSON as the server returns it (without metadata.managedFields,
+// which the server adds on top): seven labels, four annotations, a controller owner reference,
+// an init container and two containers with ports, env (literal and downward API), probes,
+// resources, volume mounts and security contexts, three volumes, tolerations and anti-affinity.
+// `ownerUid` names an existing object (the garbage collector deletes pods whose owner is gone):
+// a ConfigMap, since a ReplicaSet's controller would adopt or release the pods. Without
+// `nodeName` it is for a scheduler that does not exist: it stays Pending, untouched by the
+// scheduler, the kubelet and the pod garbage collector (which deletes pods bound to unknown
+// nodes); with one, the test kubelet runs it and gives it an address.
+std::string benchPod(const std::string& name, const std::string& ownerUid, const std::string& app,
+                     const std::string& nodeName);
 
-// Creates pods bench-<from>..bench-<to-1> in `ns` with `parallel` concurrent requests.
+// A merge patch of pods/status giving an unscheduled benchPod() the conditions and container
+// statuses a real Pending pod shows (about 1.4 KB of JSON).
+std::string benchPodStatus();
+
+// The owner of the seeded pods (ConfigMap bench-owner in `ns`), created if missing: its uid.
+std::optional<std::string> ensurePodOwner(boost::asio::io_context& ioc, kube::RestClient& client,
+                                          const std::string& ns);
+
+// Creates pods bench-0..bench-<count-1> in `ns` (benchPod() with app=bench, then its status)
+// with `parallel` concurrent requests.
 bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
                 int count, int parallel);
 

@@ -2,6 +2,8 @@
 // holds the pods (make bench seeds 10,000 with informer_bench --create). It creates the pools,
 // the OperatorConfig and the policies (one gateway replica each; a few select the seeded pods),
 // starts the egress-operator binary, and prints:
+//   list_pods        what the pod informer's first LIST transfers, measured on the bench's own
+//                    LIST of the same collection just before: wire bytes and JSON bytes;
 //   time_to_synced   from the process start until /readyz answers (every informer synced);
 //   time_to_ready    until every policy reports Ready=True (gateways Available, IPs held);
 //   time_to_quiet    until the operator has made no write for 10 s: the Events it recorded
@@ -13,22 +15,40 @@
 //                    quiet (one round of the Manager's heap release past the burst); and per
 //                    cached pod: the difference to a second cold start without the seeded
 //                    pods, over the difference in cached pods.
-// Then 60 s of steady state after quiet: writes made meanwhile (the target is 0).
+// Then 60 s of steady state after quiet: writes made meanwhile (the target is 0). Then churn:
+// --churn label flips, paced at --churn-rate, of --churn-pods pods bound to the fake nodes, each
+// moving a pod into or out of policy bench-10's selector; the latency from each flip's PATCH to
+// the update of the policy's ConfigMap that reflects it (matched by its data.sources), p50/p99,
+// and the operator's CPU seconds (process_cpu_seconds_total) per 1,000 flips. Then, with the
+// operator stopped, the API server's ceiling: the operator's POSTs, PUTs and PATCHes until quiet
+// sent again by 16 concurrent workers (ceiling()), and convergence time over that time. Last,
+// failover: two replicas with leader election (15/10/2 s), the leader SIGKILLed, then (a fresh
+// pair) SIGTERMed: when the other holds the Lease, and when a policy change made at the signal
+// reaches its ConfigMap.
 //
 //   operator_bench --kubeconfig K --operator build/cmd/egress-operator/egress-operator
 //                  --namespace bench --policies 1000 --pools 20
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "pkg/cli/flag_set.h"
 #include "test/bench/bench_util.h"
@@ -36,6 +56,7 @@
 #include "test/e2e/testenv/loopback.h"
 #include "test/testutil/run_sync.h"
 #include <signal.h>
+#include <unistd.h>
 
 namespace egress::bench {
 namespace {
@@ -47,6 +68,14 @@ const kube::Resource kConfigs{"networking.egressgateway.dev", "v1alpha1", "opera
 const kube::Resource kPolicies{"networking.egressgateway.dev", "v1alpha1", "egressgatewaypolicies",
                                true};
 const kube::Resource kPodsResource{"", "v1", "pods", true};
+const kube::Resource kConfigMaps{"", "v1", "configmaps", true};
+const kube::Resource kNodes{"", "v1", "nodes", false};
+const kube::Resource kEvents{"", "v1", "events", true};
+
+// Policy bench-<kChurnPolicy> selects the churn pods whose app label is kChurnIn.
+constexpr int kChurnPolicy = 10;
+constexpr const char* kChurnIn = "bench-churn-in";
+constexpr const char* kChurnOut = "bench-churn-out";
 
 // The value of every sample of `name` whose line contains `filter`, summed.
 double metric(const std::string& text, const std::string& name, const std::string& filter = "") {
@@ -108,6 +137,12 @@ bool isReady(const rapidjson::Value& policy) {
   return false;
 }
 
+// The operator's log: /tmp/operator_bench.<pid><suffix>.log, so that benches run at the same time
+// from other worktrees on this machine do not write into each other's logs.
+std::string logPath(const std::string& suffix) {
+  return "/tmp/operator_bench." + std::to_string(getpid()) + suffix + ".log";
+}
+
 struct ColdStart {
   std::unique_ptr<testenv::ChildProcess> op;
   int metricsPort = 0;
@@ -135,7 +170,7 @@ std::optional<ColdStart> coldStart(boost::asio::io_context& ioc, kube::RestClien
           "--metrics-bind-address=127.0.0.1:" + std::to_string(run.metricsPort),
           "--health-probe-bind-address=127.0.0.1:" + std::to_string(probePort),
           "--workers=" + std::to_string(workers), "--kube-api-qps=-1"},
-      "/tmp/operator_bench.log");
+      logPath(""));
   if (!run.op->error().empty()) {
     std::fprintf(stderr, "%s\n", run.op->error().c_str());
     return std::nullopt;
@@ -231,8 +266,535 @@ bool deleteSeededPods(boost::asio::io_context& ioc, kube::RestClient& client,
   return false;
 }
 
+// What the first LIST of the operator's pod informer transfers (resourceVersion=0, served whole
+// from the watch cache), measured on the bench's own LIST of the same collection: bytes on the
+// wire (gzip, TLS) from the socket counters, and the JSON once decompressed.
+struct ListBytes {
+  uint64_t wire = 0;
+  uint64_t json = 0;
+  bool gzip = false;
+  int items = 0;
+  size_t podJson = 0;           // one seeded pod as listed
+  size_t podJsonUnmanaged = 0;  // ... without metadata.managedFields
+};
+
+size_t jsonSize(const rapidjson::Value& v) {
+  rapidjson::StringBuffer out;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(out);
+  v.Accept(writer);
+  return out.GetSize();
+}
+
+std::optional<ListBytes> listPodsBytes(boost::asio::io_context& ioc, kube::RestClient& client) {
+  const uint64_t before = tcpBytesReceived();
+  auto r = testutil::runSync(ioc, client.raw("GET", "/api/v1/pods?resourceVersion=0&limit=500"));
+  const uint64_t after = tcpBytesReceived();
+  if (!r || r->status != 200) {
+    std::fprintf(stderr, "list pods: %s\n",
+                 r ? std::to_string(r->status).c_str() : r.error().message().c_str());
+    return std::nullopt;
+  }
+  ListBytes b;
+  b.wire = after - before;
+  b.json = r->body.size();
+  b.gzip = r->decompressed;
+  rapidjson::Document doc;
+  doc.Parse(r->body.data(), r->body.size());
+  if (doc.HasParseError() || !doc.HasMember("items")) {
+    std::fprintf(stderr, "list pods: not a list\n");
+    return std::nullopt;
+  }
+  if (doc["metadata"].HasMember("continue") &&
+      !std::string(doc["metadata"]["continue"].GetString()).empty()) {
+    std::fprintf(stderr, "list pods: paged (no watch cache?): only the first page counted\n");
+  }
+  for (auto& item : doc["items"].GetArray()) {
+    ++b.items;
+    if (b.podJson == 0 && std::string(item["metadata"]["name"].GetString()) == "bench-0") {
+      b.podJson = jsonSize(item);
+      item["metadata"].RemoveMember("managedFields");
+      b.podJsonUnmanaged = jsonSize(item);
+    }
+  }
+  return b;
+}
+
+// The churn's bookkeeping, shared by the pacer (main thread) and the ConfigMap watcher.
+struct ChurnState {
+  std::mutex mu;
+  // A change in flight: the pod's "ip@node" source line -> when its patch was sent, and whether
+  // the policy's ConfigMap must now list it.
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, bool>> pending;
+  std::vector<double> latencies;  // seconds, change sent -> ConfigMap showing it
+  std::atomic<bool> stop{false};
+  std::atomic<bool> failed{false};
+};
+
+// Watches ConfigMap `name` from resourceVersion `rv` on a connection and thread of its own, and
+// settles every pending change that an update's data.sources reflects.
+void watchSources(const std::string& kubeconfig, const std::string& ns, const std::string& name,
+                  std::string rv, ChurnState* st) {
+  boost::asio::io_context ioc;
+  auto client = makeClient(ioc, kubeconfig);
+  if (!client) {
+    st->failed = true;
+    return;
+  }
+  while (!st->stop) {
+    kube::ListOptions opts;
+    opts.fieldSelector = "metadata.name=" + name;
+    opts.resourceVersion = rv;
+    opts.timeoutSeconds = 5;  // so that stop is seen
+    auto w = testutil::runSync(ioc, client->watch(kConfigMaps, ns, opts));
+    if (!w) {
+      std::fprintf(stderr, "watch %s: %s\n", name.c_str(), w.error().message().c_str());
+      st->failed = true;
+      return;
+    }
+    for (;;) {
+      auto ev = testutil::runSync(ioc, (*w)->next());
+      if (!ev) {
+        std::fprintf(stderr, "watch %s: %s\n", name.c_str(), ev.error().message().c_str());
+        st->failed = true;
+        return;
+      }
+      if (!*ev) {
+        break;  // timeoutSeconds: again from rv
+      }
+      const auto now = std::chrono::steady_clock::now();
+      const auto type = (*ev)->type;
+      if (type == kube::WatchEventType::Error) {
+        std::fprintf(stderr, "watch %s: %s\n", name.c_str(), (*ev)->toError().message().c_str());
+        st->failed = true;
+        return;
+      }
+      const auto& obj = (*ev)->object();
+      rv = obj["metadata"]["resourceVersion"].GetString();
+      if (type != kube::WatchEventType::Added && type != kube::WatchEventType::Modified) {
+        continue;
+      }
+      std::set<std::string> sources;
+      if (obj.HasMember("data") && obj["data"].HasMember("sources")) {
+        std::istringstream in(obj["data"]["sources"].GetString());
+        for (std::string line; std::getline(in, line);) {
+          sources.insert(line);
+        }
+      }
+      std::lock_guard lock(st->mu);
+      for (auto it = st->pending.begin(); it != st->pending.end();) {
+        if ((sources.count(it->first) != 0) == it->second.second) {
+          st->latencies.push_back(std::chrono::duration<double>(now - it->second.first).count());
+          it = st->pending.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) {
+    return -1;
+  }
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank > 0 ? rank - 1 : 0)];
+}
+
+struct ChurnResult {
+  int changes = 0;
+  double seconds = 0;  // from the first change sent until the last one was seen
+  double p50 = 0;
+  double p99 = 0;
+  double max = 0;
+  double patchP50 = 0;  // the label PATCH's own round trip
+  double cpuSeconds = 0;
+  double writes = 0;  // the operator's writes meanwhile
+  int unmatched = 0;  // changes no ConfigMap update reflected within 60 s of the last one
+  int deferred = 0;   // ticks at which every churn pod still had a change in flight
+};
+
+// The churn pods, bound to the fake nodes (the test kubelet gives them addresses), each named
+// in the churn policy's ConfigMap while its app label is kChurnIn. Their source lines, by name.
+std::optional<std::map<std::string, std::string>> createChurnPods(boost::asio::io_context& ioc,
+                                                                  kube::RestClient& client,
+                                                                  const std::string& ns, int pods) {
+  std::vector<std::string> nodes;
+  if (!forEachItem(ioc, client, kNodes, "",
+                   [&](const rapidjson::Value& n) {
+                     nodes.emplace_back(n["metadata"]["name"].GetString());
+                   }) ||
+      nodes.empty()) {
+    std::fprintf(stderr, "no nodes for the churn pods\n");
+    return std::nullopt;
+  }
+  auto ownerUid = ensurePodOwner(ioc, client, ns);
+  if (!ownerUid) {
+    return std::nullopt;
+  }
+  for (int i = 0; i < pods; ++i) {
+    std::string body = benchPod("churn-" + std::to_string(i), *ownerUid, kChurnOut,
+                                nodes[static_cast<size_t>(i) % nodes.size()]);
+    auto r = testutil::runSync(ioc, client.create(kPodsResource, ns, std::move(body)));
+    if (!r && !r.error().isAlreadyExists()) {
+      std::fprintf(stderr, "create churn pod: %s\n", r.error().message().c_str());
+      return std::nullopt;
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::map<std::string, std::string> sources;
+  while (secondsSince(start) < 300) {
+    sources.clear();
+    if (!forEachItem(ioc, client, kPodsResource, ns, [&](const rapidjson::Value& p) {
+          const std::string name = p["metadata"]["name"].GetString();
+          if (name.rfind("churn-", 0) == 0 && p.HasMember("status") &&
+              p["status"].HasMember("podIP")) {
+            sources[name] = std::string(p["status"]["podIP"].GetString()) + "@" +
+                            p["spec"]["nodeName"].GetString();
+          }
+        })) {
+      return std::nullopt;
+    }
+    if (static_cast<int>(sources.size()) == pods) {
+      return sources;
+    }
+    std::this_thread::sleep_for(1s);
+  }
+  std::fprintf(stderr, "only %zu of %d churn pods got an address\n", sources.size(), pods);
+  return std::nullopt;
+}
+
+bool deleteChurnPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
+                     int pods) {
+  for (int i = 0; i < pods; ++i) {
+    kube::DeleteOptions opts;
+    opts.gracePeriodSeconds = 0;  // no kubelet to wait for: they run no containers
+    auto r = testutil::runSync(
+        ioc, client.remove(kPodsResource, ns, "churn-" + std::to_string(i), opts));
+    if (!r && !r.error().isNotFound()) {
+      std::fprintf(stderr, "delete churn pod: %s\n", r.error().message().c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+// `changes` label flips of the churn pods at `rate` per second, each moving one pod into or out
+// of the churn policy's selector; the latency of each is from its PATCH being sent until the
+// policy's ConfigMap (egw-bench-<kChurnPolicy>) lists the pod's address, or no longer does.
+std::optional<ChurnResult> churn(boost::asio::io_context& ioc, kube::RestClient& client,
+                                 const std::string& kubeconfig, const std::string& ns,
+                                 int metricsPort, int changes, double rate, int pods) {
+  auto sources = createChurnPods(ioc, client, ns, pods);
+  if (!sources) {
+    return std::nullopt;
+  }
+  const std::string configMap = "egw-bench-" + std::to_string(kChurnPolicy);
+  auto cm = testutil::runSync(ioc, client.get(kConfigMaps, ns, configMap));
+  if (!cm) {
+    std::fprintf(stderr, "get %s: %s\n", configMap.c_str(), cm.error().message().c_str());
+    return std::nullopt;
+  }
+  // Let the operator settle the churn pods' arrival before the CPU and writes are counted.
+  std::this_thread::sleep_for(5s);
+  ChurnState st;
+  std::thread watcher(watchSources, kubeconfig, ns, configMap,
+                      std::string((*cm)["metadata"]["resourceVersion"].GetString()), &st);
+  const std::string before = testenv::httpGet(metricsPort, "/metrics");
+  std::vector<std::pair<std::string, std::string>> order(sources->begin(), sources->end());
+  std::map<std::string, bool> in;
+  std::vector<double> patchTimes;
+  ChurnResult res;
+  const auto start = std::chrono::steady_clock::now();
+  size_t next = 0;
+  for (int tick = 0; res.changes < changes && !st.failed; ++tick) {
+    std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::duration<double>(tick / rate)));
+    // The next pod round robin without a change in flight (two would make the match ambiguous).
+    std::optional<size_t> pick;
+    {
+      std::lock_guard lock(st.mu);
+      for (size_t k = 0; k < order.size() && !pick; ++k) {
+        const size_t at = (next + k) % order.size();
+        if (st.pending.count(order[at].second) == 0) {
+          pick = at;
+        }
+      }
+      if (!pick) {
+        ++res.deferred;
+        continue;
+      }
+      next = *pick + 1;
+      const auto& [name, source] = order[*pick];
+      in[name] = !in[name];
+      st.pending[source] = {std::chrono::steady_clock::now(), in[name]};
+    }
+    const auto& name = order[*pick].first;
+    std::string patch = std::string(R"({"metadata":{"labels":{"app":")") +
+                        (in[name] ? kChurnIn : kChurnOut) + "\"}}}";
+    const auto sent = std::chrono::steady_clock::now();
+    auto r = testutil::runSync(
+        ioc, client.patch(kPodsResource, ns, name, kube::PatchType::Merge, std::move(patch)));
+    if (!r) {
+      std::fprintf(stderr, "patch %s: %s\n", name.c_str(), r.error().message().c_str());
+      st.failed = true;
+      break;
+    }
+    patchTimes.push_back(secondsSince(sent));
+    ++res.changes;
+  }
+  const auto sentAll = std::chrono::steady_clock::now();
+  while (!st.failed && std::chrono::steady_clock::now() - sentAll < 60s) {
+    {
+      std::lock_guard lock(st.mu);
+      if (st.pending.empty()) {
+        break;
+      }
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  res.seconds = secondsSince(start);
+  const std::string after = testenv::httpGet(metricsPort, "/metrics");
+  st.stop = true;
+  watcher.join();
+  if (st.failed) {
+    return std::nullopt;
+  }
+  res.unmatched = static_cast<int>(st.pending.size());
+  res.p50 = percentile(st.latencies, 0.50);
+  res.p99 = percentile(st.latencies, 0.99);
+  res.max = percentile(st.latencies, 1.0);
+  res.patchP50 = percentile(patchTimes, 0.50);
+  res.cpuSeconds =
+      metric(after, "process_cpu_seconds_total") - metric(before, "process_cpu_seconds_total");
+  res.writes = allWrites(after) - allWrites(before);
+  if (!deleteChurnPods(ioc, client, ns, pods)) {
+    return std::nullopt;
+  }
+  return res;
+}
+
+// The API server's own ceiling: as many Event POSTs, PUTs and PATCHes (server-side applies) as
+// the operator made until quiet, sent by the bench with 16 concurrent workers on scratch objects
+// in a namespace of their own (Events like the recorder's; ConfigMaps of about a policy status's
+// size for the updates and applies, which the operator does not reconcile).
+struct CeilingWork {
+  kube::RestClient* client = nullptr;
+  std::string ns;
+  int posts = 0;
+  int puts = 0;
+  int patches = 0;
+  int objects = 0;  // scratch ConfigMaps the PUTs and PATCHes go round
+  int next = 0;     // the io_context is single-threaded: the workers share this plainly
+  int failures = 0;
+  int done = 0;
+};
+
+std::string scratchConfigMap(const std::string& name, int serial) {
+  // Every write changes the object: the server skips identical updates.
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
+         R"("},"data":{"serial":")" + std::to_string(serial) + R"(","sources":")" +
+         std::string(1200, 'x') + "\"}}";
+}
+
+std::string scratchEvent(int serial) {
+  const std::string name = "ceiling." + std::to_string(serial);
+  return R"({"apiVersion":"v1","kind":"Event","metadata":{"name":")" + name +
+         R"("},"involvedObject":{"apiVersion":"networking.egressgateway.dev/v1alpha1",)"
+         R"("kind":"EgressGatewayPolicy","name":"scratch","namespace":"bench-ceiling"},)"
+         R"("reason":"Allocated","message":"allocated 100.64.0.)" +
+         std::to_string(serial % 256) +
+         R"( from pool bench-0 for gateway replica 0","type":"Normal",)"
+         R"("source":{"component":"egress-operator"},"count":1,)"
+         R"("firstTimestamp":"2026-12-02T05:00:00Z","lastTimestamp":"2026-12-02T05:00:00Z"})";
+}
+
+boost::asio::awaitable<void> ceilingWorker(CeilingWork* w) {
+  const int total = w->posts + w->puts + w->patches;
+  for (int i = w->next++; i < total; i = w->next++) {
+    bool ok = true;
+    if (i < w->posts) {
+      std::string body = scratchEvent(i);
+      auto r = co_await w->client->create(kEvents, w->ns, std::move(body));
+      ok = static_cast<bool>(r);
+    } else {
+      const std::string name = "scratch-" + std::to_string(i % w->objects);
+      std::string body = scratchConfigMap(name, i);
+      if (i < w->posts + w->puts) {
+        auto r = co_await w->client->update(kConfigMaps, w->ns, name, std::move(body));
+        ok = static_cast<bool>(r);
+      } else {
+        kube::WriteOptions opts;
+        opts.fieldManager = "bench-ceiling";
+        opts.force = true;
+        auto r =
+            co_await w->client->apply(kConfigMaps, w->ns, name, std::move(body), std::move(opts));
+        ok = static_cast<bool>(r);
+      }
+    }
+    w->failures += ok ? 0 : 1;
+  }
+  ++w->done;
+}
+
+void rethrow(const std::exception_ptr& e) {
+  if (e) {
+    std::rethrow_exception(e);
+  }
+}
+
+// Seconds for the whole batch of writes, or nullopt.
+std::optional<double> ceiling(boost::asio::io_context& ioc, kube::RestClient& client, int posts,
+                              int puts, int patches, int objects) {
+  CeilingWork w;
+  w.client = &client;
+  w.ns = "bench-ceiling";
+  w.posts = posts;
+  w.puts = puts;
+  w.patches = patches;
+  w.objects = objects;
+  const std::string nsBody =
+      R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"bench-ceiling"}})";
+  (void)testutil::runSync(ioc,
+                          client.create(kube::Resource{"", "v1", "namespaces", false}, "", nsBody));
+  for (int i = 0; i < objects; ++i) {  // the objects the updates replace, not timed
+    const std::string name = "scratch-" + std::to_string(i);
+    auto r = testutil::runSync(ioc, client.create(kConfigMaps, w.ns, scratchConfigMap(name, -1)));
+    if (!r && !r.error().isAlreadyExists()) {
+      std::fprintf(stderr, "create %s: %s\n", name.c_str(), r.error().message().c_str());
+      return std::nullopt;
+    }
+  }
+  constexpr int kWorkers = 16;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kWorkers; ++i) {
+    boost::asio::co_spawn(ioc, ceilingWorker(&w), rethrow);
+  }
+  while (w.done < kWorkers) {
+    if (ioc.run_one() == 0) {
+      ioc.restart();
+    }
+  }
+  const double seconds = secondsSince(start);
+  (void)testutil::runSync(
+      ioc, client.remove(kube::Resource{"", "v1", "namespaces", false}, "", "bench-ceiling"));
+  if (w.failures > 0) {
+    std::fprintf(stderr, "%d of the ceiling's writes failed\n", w.failures);
+    return std::nullopt;
+  }
+  return seconds;
+}
+
+// An operator replica with leader election on (the 15/10/2 s defaults) and its ports.
+struct Replica {
+  std::unique_ptr<testenv::ChildProcess> op;
+  int metricsPort = 0;
+};
+
+Replica startReplica(const std::string& binary, const std::string& kubeconfig,
+                     const std::string& ns, int workers, const std::string& log) {
+  Replica r;
+  r.metricsPort = testenv::freeLoopbackPort();
+  const int probePort = testenv::freeLoopbackPort();
+  r.op = std::make_unique<testenv::ChildProcess>(
+      std::vector<std::string>{binary, "--kubeconfig=" + kubeconfig, "--leader-elect",
+                               "--leader-election-namespace=" + ns,
+                               "--leader-election-id=egw-bench-failover",
+                               "--metrics-bind-address=127.0.0.1:" + std::to_string(r.metricsPort),
+                               "--health-probe-bind-address=127.0.0.1:" + std::to_string(probePort),
+                               "--workers=" + std::to_string(workers), "--kube-api-qps=-1"},
+      log);
+  return r;
+}
+
+bool leads(const Replica& r) {
+  return metric(testenv::httpGet(r.metricsPort, "/metrics"), "leader_election_master_status") == 1;
+}
+
+struct Failover {
+  double leaseAcquired = -1;  // seconds from the signal until the standby leads
+  double firstWrite = -1;     // ... until the ConfigMap shows the change made at the signal
+};
+
+// Two replicas; once one leads and has settled, it gets `sig` and, at the same moment, policy
+// bench-<policy>'s destinations change. Measured: when the other replica holds the Lease, and
+// when the change reaches the policy's ConfigMap (written by the new leader: the old one is gone
+// or, after SIGTERM, stopped its controllers before releasing the Lease).
+std::optional<Failover> failover(boost::asio::io_context& ioc, kube::RestClient& client,
+                                 const std::string& binary, const std::string& kubeconfig,
+                                 const std::string& ns, int workers, int policy, int sig,
+                                 int serial) {
+  Replica replicas[2] = {startReplica(binary, kubeconfig, ns, workers, logPath(".a")),
+                         startReplica(binary, kubeconfig, ns, workers, logPath(".b"))};
+  int leader = -1;
+  const auto start = std::chrono::steady_clock::now();
+  while (leader < 0 && secondsSince(start) < 120) {
+    for (int i = 0; i < 2 && leader < 0; ++i) {
+      leader = leads(replicas[i]) ? i : -1;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  if (leader < 0) {
+    std::fprintf(stderr, "no replica became the leader\n");
+    return std::nullopt;
+  }
+  // Settled: a fresh leader replays its caches (converged, it writes little); wait until it
+  // makes no more writes in 6 s than its Lease renewals (one per 2 s retry period).
+  while (secondsSince(start) < 300) {
+    const double before = allWrites(testenv::httpGet(replicas[leader].metricsPort, "/metrics"));
+    std::this_thread::sleep_for(6s);
+    if (allWrites(testenv::httpGet(replicas[leader].metricsPort, "/metrics")) - before <= 3) {
+      break;
+    }
+  }
+  const Replica& standby = replicas[1 - leader];
+  const std::string cidr = "203.0.113." + std::to_string(serial) + "/32";
+  std::string patch = R"({"spec":{"destinationCIDRs":[")" + cidr + "\"]}}";
+  const std::string name = "bench-" + std::to_string(policy);
+  const auto signalled = std::chrono::steady_clock::now();
+  replicas[leader].op->signal(sig);
+  auto patched = testutil::runSync(
+      ioc, client.patch(kPolicies, ns, name, kube::PatchType::Merge, std::move(patch)));
+  if (!patched) {
+    std::fprintf(stderr, "patch %s: %s\n", name.c_str(), patched.error().message().c_str());
+    return std::nullopt;
+  }
+  Failover f;
+  while (secondsSince(signalled) < 120 && (f.leaseAcquired < 0 || f.firstWrite < 0)) {
+    if (f.leaseAcquired < 0 && leads(standby)) {
+      f.leaseAcquired = secondsSince(signalled);
+    }
+    if (f.firstWrite < 0) {
+      auto cm = testutil::runSync(ioc, client.get(kConfigMaps, ns, "egw-" + name));
+      // One item per line (configMapData).
+      if (cm && cm->HasMember("data") && (*cm)["data"].HasMember("destination-cidrs") &&
+          std::string((*cm)["data"]["destination-cidrs"].GetString()) == cidr + "\n") {
+        f.firstWrite = secondsSince(signalled);
+      }
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  for (auto& r : replicas) {
+    r.op->signal(SIGTERM);
+    r.op->reap(60s);
+  }
+  if (f.leaseAcquired < 0 || f.firstWrite < 0) {
+    std::fprintf(stderr, "failover: lease %.1fs, first write %.1fs (not within 120 s)\n",
+                 f.leaseAcquired, f.firstWrite);
+    return std::nullopt;
+  }
+  return f;
+}
+
+struct ChurnOptions {
+  int changes = 2000;
+  double rate = 20;
+  int pods = 100;
+};
+
 int run(const std::string& kubeconfig, const std::string& binary, const std::string& ns,
-        int policies, int pools, int workers) {
+        int policies, int pools, int workers, const ChurnOptions& churnOptions) {
   boost::asio::io_context ioc;
   auto client = makeClient(ioc, kubeconfig, true);
   if (!client) {
@@ -264,8 +826,11 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   }
   const auto setupStart = std::chrono::steady_clock::now();
   for (int i = 0; i < policies; ++i) {
-    // A few select every seeded pod (their ConfigMaps list them all); the rest select none.
-    const std::string app = i < 10 ? "bench" : "none-" + std::to_string(i);
+    // A few select every seeded pod (their ConfigMaps list them all), one the churn pods while
+    // they are "in"; the rest select none.
+    const std::string app = i < 10              ? "bench"
+                            : i == kChurnPolicy ? kChurnIn
+                                                : "none-" + std::to_string(i);
     std::string body =
         R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"EgressGatewayPolicy",)"
         R"("metadata":{"name":"bench-)" +
@@ -279,6 +844,25 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
     }
   }
   std::printf("created pools=%d policies=%d in %.1fs\n", pools, policies, secondsSince(setupStart));
+
+  const auto listed = listPodsBytes(ioc, *client);
+  if (!listed) {
+    return 1;
+  }
+  std::printf(
+      "list_pods: items=%d wire_bytes=%llu json_bytes=%llu gzip=%s wire_bytes_per_pod=%.0f "
+      "pod_json_bytes=%zu pod_json_bytes_without_managed_fields=%zu\n",
+      listed->items, static_cast<unsigned long long>(listed->wire),
+      static_cast<unsigned long long>(listed->json), listed->gzip ? "yes" : "no",
+      listed->items > 0 ? static_cast<double>(listed->wire) / listed->items : 0.0, listed->podJson,
+      listed->podJsonUnmanaged);
+  std::printf(
+      "{\"figure\":\"cold_start_list_bytes\",\"source\":\"bench_list_rv0\",\"items\":%d,"
+      "\"wire_bytes\":%llu,\"json_bytes\":%llu,\"gzip\":%s,\"pod_json_bytes\":%zu,"
+      "\"pod_json_bytes_without_managed_fields\":%zu}\n",
+      listed->items, static_cast<unsigned long long>(listed->wire),
+      static_cast<unsigned long long>(listed->json), listed->gzip ? "true" : "false",
+      listed->podJson, listed->podJsonUnmanaged);
 
   auto full = coldStart(ioc, *client, binary, kubeconfig, ns, policies, workers);
   if (!full) {
@@ -306,8 +890,48 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   const std::string after = testenv::httpGet(full->metricsPort, "/metrics");
   const double steadyWrites = allWrites(after) - total;
   std::printf("steady_state_60s_writes=%.0f\n", steadyWrites);
+  if (churnOptions.changes > 0) {
+    auto c = churn(ioc, *client, kubeconfig, ns, full->metricsPort, churnOptions.changes,
+                   churnOptions.rate, churnOptions.pods);
+    if (!c) {
+      return 1;
+    }
+    const double perThousand = c->changes > 0 ? c->cpuSeconds * 1000.0 / c->changes : 0.0;
+    std::printf(
+        "churn: changes=%d pods=%d rate=%.0f/s seconds=%.1f latency_p50=%.3fs "
+        "latency_p99=%.3fs latency_max=%.3fs patch_p50=%.3fs unmatched=%d deferred=%d "
+        "cpu_seconds=%.2f cpu_seconds_per_1000_events=%.2f writes=%.0f\n",
+        c->changes, churnOptions.pods, churnOptions.rate, c->seconds, c->p50, c->p99, c->max,
+        c->patchP50, c->unmatched, c->deferred, c->cpuSeconds, perThousand, c->writes);
+    std::printf(
+        "{\"figure\":\"churn\",\"changes\":%d,\"pods\":%d,\"rate_per_s\":%.1f,"
+        "\"seconds\":%.1f,\"latency_p50_s\":%.3f,\"latency_p99_s\":%.3f,"
+        "\"latency_max_s\":%.3f,\"patch_p50_s\":%.3f,\"unmatched\":%d,"
+        "\"cpu_seconds\":%.2f,\"cpu_seconds_per_1000_events\":%.2f,\"writes\":%.0f}\n",
+        c->changes, churnOptions.pods, churnOptions.rate, c->seconds, c->p50, c->p99, c->max,
+        c->patchP50, c->unmatched, c->cpuSeconds, perThousand, c->writes);
+  }
   full->op->signal(SIGTERM);
   full->op->reap(60s);
+
+  // The API server's ceiling, with the operator stopped: the same writes by verb.
+  const int posts = static_cast<int>(writes(full->metrics, "POST"));
+  const int puts = static_cast<int>(writes(full->metrics, "PUT"));
+  const int patches = static_cast<int>(writes(full->metrics, "PATCH"));
+  const auto raw = ceiling(ioc, *client, posts, puts, patches, policies);
+  if (!raw) {
+    return 1;
+  }
+  std::printf(
+      "ceiling: posts=%d puts=%d patches=%d workers=16 raw_write_seconds=%.2f "
+      "writes_per_second=%.0f ready_over_raw=%.1f quiet_over_raw=%.1f\n",
+      posts, puts, patches, *raw, (posts + puts + patches) / *raw, full->ready / *raw,
+      full->quiet / *raw);
+  std::printf(
+      "{\"figure\":\"api_server_ceiling\",\"posts\":%d,\"puts\":%d,\"patches\":%d,"
+      "\"workers\":16,\"raw_write_seconds\":%.2f,\"time_to_ready_s\":%.2f,"
+      "\"time_to_quiet_s\":%.2f,\"ready_over_raw\":%.2f,\"quiet_over_raw\":%.2f}\n",
+      posts, puts, patches, *raw, full->ready, full->quiet, full->ready / *raw, full->quiet / *raw);
 
   // The cost of a cached pod is what it adds: the same cold start again without the seeded pods
   // (only the gateway pods remain) is the baseline, and the difference over the difference in
@@ -322,6 +946,25 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   }
   base->op->signal(SIGTERM);
   base->op->reap(60s);
+
+  // Failover on the converged baseline (fewer pods to sync: the figure is the lease's timing).
+  // Destinations new to this cluster, so that an earlier run's ConfigMap cannot match.
+  int serial = static_cast<int>(std::random_device()() % 200);
+  for (const auto& [sig, label] : {std::pair<int, const char*>{SIGKILL, "sigkill"},
+                                   std::pair<int, const char*>{SIGTERM, "sigterm"}}) {
+    auto f =
+        failover(ioc, *client, binary, kubeconfig, ns, workers, kChurnPolicy + 1, sig, ++serial);
+    if (!f) {
+      return 1;
+    }
+    std::printf("failover_%s: lease_acquired=%.2fs first_write=%.2fs\n", label, f->leaseAcquired,
+                f->firstWrite);
+    std::printf(
+        "{\"figure\":\"failover\",\"signal\":\"%s\",\"lease_duration_s\":15,"
+        "\"renew_deadline_s\":10,\"retry_period_s\":2,\"lease_acquired_s\":%.2f,"
+        "\"first_write_s\":%.2f}\n",
+        label, f->leaseAcquired, f->firstWrite);
+  }
   const int podDelta = full->cachedPods - base->cachedPods;
   const double perPod = podDelta > 0 ? (full->rss - base->rss) / podDelta : 0.0;
   std::printf("baseline: cached_pods=%d rss=%.1fMiB time_to_synced=%.2fs\n", base->cachedPods,
@@ -351,6 +994,9 @@ int main(int argc, char** argv) {
   int64_t policies = 1000;
   int64_t pools = 20;
   int64_t workers = 8;
+  int64_t churnChanges = 2000;
+  int64_t churnPods = 100;
+  double churnRate = 20;
   bool help = false;
   flags.addString("kubeconfig", kubeconfig, "Path to a kubeconfig.");
   flags.addString("operator", binary, "The egress-operator binary.");
@@ -358,11 +1004,19 @@ int main(int argc, char** argv) {
   flags.addInt("policies", policies, "Policies to create, one gateway replica each.");
   flags.addInt("pools", pools, "IPAMPools (a /24 each) the policies are spread over.");
   flags.addInt("workers", workers, "The operator's --workers.");
+  flags.addInt("churn", churnChanges,
+               "Source-pod label flips after the steady state (0: no churn phase).");
+  flags.addInt("churn-pods", churnPods, "Pods (bound to the fake nodes) the flips go round.");
+  flags.addDouble("churn-rate", churnRate, "Flips per second.");
   flags.addBool("help", help, "Print this help.");
   if (auto err = flags.parse(argc, argv); !err.empty() || help || binary.empty()) {
     std::fprintf(help ? stdout : stderr, "%s\n%s", err.c_str(), flags.usage().c_str());
     return help ? 0 : 2;
   }
+  bench::ChurnOptions churn;
+  churn.changes = static_cast<int>(churnChanges);
+  churn.pods = static_cast<int>(churnPods);
+  churn.rate = churnRate;
   return bench::run(kubeconfig, binary, ns, static_cast<int>(policies), static_cast<int>(pools),
-                    static_cast<int>(workers));
+                    static_cast<int>(workers), churn);
 }
