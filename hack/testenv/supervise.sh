@@ -31,10 +31,15 @@ run_etcd() {
     --listen-metrics-urls "" --log-level warn
 }
 run_apiserver() {
+  # up.sh --advertise-address: every address of this (network namespace's) host, else loopback.
+  local bind=127.0.0.1 advertise=127.0.0.1
+  if [ -n "${ADVERTISE_ADDRESS:-}" ]; then
+    bind=0.0.0.0 advertise=$ADVERTISE_ADDRESS
+  fi
   # --insecure-port=0: 1.20 would otherwise open an unauthenticated port 8080.
   exec "$bin/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
+    --bind-address "$bind" --advertise-address "$advertise" \
     --secure-port "$API_PORT" --insecure-port 0 \
     --cert-dir "$dir/apiserver-certs" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \

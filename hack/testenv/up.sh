@@ -4,24 +4,30 @@
 #   registers fake Nodes and runs (pretends to run) the pods scheduled to them.
 #
 # Usage: hack/testenv/up.sh [--dir DIR] [--nodes N] [--owner-pid PID] [--kubelet PATH]
+#                            [--advertise-address IP]
 #   --dir DIR        run directory to create (default: a new temp dir)
 #   --nodes N        fake nodes to register (default 2)
 #   --owner-pid PID  tear everything down when PID exits (the test binary that asked for it)
 #   --kubelet PATH   the test kubelet's binary (egress-testenv-kubelet from the build; default
 #                    $EGRESS_TESTENV_KUBELET); "" or unset: hack/testenv/kubelet.sh
+#   --advertise-address IP  also serve the API on IP (bind all addresses, advertise IP, IP in
+#                    the serving cert), for clients outside loopback: the data plane e2e runs
+#                    it in a private network namespace and its agents reach it from the
+#                    underlay. Default: loopback only. The kubeconfigs name 127.0.0.1 either way.
 # On success prints shell assignments (TESTENV_DIR=..., KUBECONFIG=...) and exits 0 with
 # everything running under a supervisor; hack/testenv/down.sh DIR stops it and removes DIR.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-dir="" nodes=2 owner=""
+dir="" nodes=2 owner="" advertise=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
     --owner-pid) owner=$2; shift 2 ;;
     --kubelet) EGRESS_TESTENV_KUBELET=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --advertise-address) advertise=$2; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -64,6 +70,7 @@ cat >"$dir/ports.env" <<ENV
 ETCD_PORT=$etcd_port
 ETCD_PEER_PORT=$etcd_peer_port
 API_PORT=$api_port
+ADVERTISE_ADDRESS=$advertise
 ENV
 
 # --- PKI: a CA, the apiserver's serving cert, an admin client cert, a service-account key pair.
@@ -78,7 +85,7 @@ issue_cert() { # name subject extfile-content
     -days 2 -extfile "$pki/$1.ext" -out "$pki/$1.crt"
 }
 issue_cert apiserver "/CN=kube-apiserver" \
-  "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
+  "subjectAltName=IP:127.0.0.1,${advertise:+IP:$advertise,}DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
 extendedKeyUsage=serverAuth"
 issue_cert admin "/O=system:masters/CN=egress-testenv-admin" "extendedKeyUsage=clientAuth"
 ossl genrsa -out "$pki/sa.key" 2048

@@ -107,9 +107,13 @@ std::string defaultKubelet() {
 std::unique_ptr<ControlPlane> ControlPlane::start(const ControlPlaneOptions& options,
                                                   std::string& error) {
   const std::string kubelet = options.kubelet ? *options.kubelet : defaultKubelet();
-  const auto up =
-      runCommand({sourceDir() + "/hack/testenv/up.sh", "--nodes", std::to_string(options.nodes),
-                  "--owner-pid", std::to_string(getpid()), "--kubelet", kubelet});
+  std::vector<std::string> argv{sourceDir() + "/hack/testenv/up.sh", "--kubelet", kubelet};
+  argv.insert(argv.end(),
+              {"--nodes", std::to_string(options.nodes), "--owner-pid", std::to_string(getpid())});
+  if (!options.advertiseAddress.empty()) {
+    argv.insert(argv.end(), {"--advertise-address", options.advertiseAddress});
+  }
+  const auto up = runCommand(argv);
   if (!up.ok()) {
     error = "hack/testenv/up.sh failed (exit " + std::to_string(up.exitCode) + "):\n" + up.output;
     return nullptr;

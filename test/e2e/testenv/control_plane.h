@@ -36,6 +36,9 @@ struct ControlPlaneOptions {
   // The test kubelet's binary, "" for hack/testenv/kubelet.sh. Unset: EGRESS_TESTENV_KUBELET
   // from the environment if it is set (empty: the script), else the C++ kubelet of this build.
   std::optional<std::string> kubelet;
+  // up.sh --advertise-address: the API server also serves on this address (all addresses
+  // bound, this one in its certificate). "": loopback only.
+  std::string advertiseAddress;
 };
 
 class ControlPlane {

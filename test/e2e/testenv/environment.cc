@@ -31,6 +31,9 @@ class ControlPlaneEnvironment : public ::testing::Environment {
     if (const char* nodes = std::getenv("EGRESS_TESTENV_NODES")) {
       options.nodes = std::atoi(nodes);
     }
+    if (const char* address = std::getenv("EGRESS_TESTENV_ADVERTISE_ADDRESS")) {
+      options.advertiseAddress = address;
+    }
     std::string error;
     gControlPlane = ControlPlane::start(options, error);
     ASSERT_NE(gControlPlane, nullptr) << error;

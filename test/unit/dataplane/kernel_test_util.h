@@ -1,8 +1,9 @@
 // File: kernel_test_util.h
 //
 // What the tests that program a kernel (in their own network namespace, netns_main.cc) share:
-// running a shell command, the desired state of a node of the §3 topology, and items as sorted
-// canonical lines to compare what was programmed with what was read back.
+// running a shell command, a pod's connection to the echo server, the desired state of a node of
+// the §3 topology, and items as sorted canonical lines to compare what was programmed with what was
+// read back.
 #pragma once
 
 #include <algorithm>
@@ -35,6 +36,17 @@ inline std::string output(const std::string& cmd) {
     out.append(buf, n);
   }
   pclose(p);
+  return out;
+}
+
+// What the echo server (packets/echo.py) saw of a connection from pod namespace `pod` to
+// `host` made by packets/client.py in `dir` (with its MODE), or "error: ...".
+inline std::string connectFrom(const std::string& dir, const std::string& pod,
+                               const std::string& host, const std::string& mode = "") {
+  auto out = output("ip netns exec " + pod + " python3 " + dir + "/client.py " + host + " " + mode);
+  while (!out.empty() && out.back() == '\n') {
+    out.pop_back();
+  }
   return out;
 }
 

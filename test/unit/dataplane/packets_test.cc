@@ -84,14 +84,8 @@ void programAll(const ClusterView& v) {
   }
 }
 
-// What the echo server saw for a connection from `pod` to `host`, or "error: ...".
 std::string connect(const std::string& pod, const std::string& host, const std::string& mode = "") {
-  auto out =
-      output("ip netns exec " + pod + " python3 " + kDir + "/client.py " + host + " " + mode);
-  while (!out.empty() && out.back() == '\n') {
-    out.pop_back();
-  }
-  return out;
+  return testing::connectFrom(kDir, pod, host, mode);
 }
 
 class PacketsTest : public ::testing::Test {

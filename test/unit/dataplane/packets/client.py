@@ -2,8 +2,8 @@
 # address it saw), or "error: <reason>"; exits 0 either way. Then, by MODE:
 #   bulk        writes 200 times 1400 bytes (DF, as Linux TCP sends) and reads them all back:
 #               "bulk ok" or "bulk broken: <reason>"
-#   hold:SECS   keeps the connection for SECS, one echoed line every 0.2 s: "held ok N" (N lines)
-#               or "held broken after N: <reason>"
+#   hold:SECS[:WAIT]  keeps the connection for SECS, one echoed line every 0.2 s, each echo
+#               awaited up to WAIT s (5): "held ok N" (N lines) or "held broken after N: <reason>"
 #   -           nothing more
 import socket, sys, time
 mode = sys.argv[2] if len(sys.argv) > 2 else ""
@@ -27,9 +27,10 @@ if mode == "bulk":
     except OSError as e:
         print("bulk broken: %s" % e)
 elif mode.startswith("hold:"):
-    end = time.time() + float(mode[5:])
+    hold = mode[5:].split(":")
+    end = time.time() + float(hold[0])
     n = 0
-    s.settimeout(5)
+    s.settimeout(float(hold[1]) if len(hold) > 1 else 5)
     try:
         while time.time() < end:
             line = ("ping %d\n" % n).encode()

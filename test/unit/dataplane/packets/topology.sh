@@ -3,19 +3,24 @@
 # re-executes itself under `unshare -m -n`; every namespace below lives on a tmpfs /run/netns of
 # that mount namespace and vanishes with it). No packet leaves these namespaces.
 #   ul       bridge br0 for 192.168.50.0/24 (the underlay)
-#   n1-n3    nodes .11-.13 (eth0), all.rp_filter=1, a flannel-like VXLAN "CNI" (flannel.1,
-#            VNI 1, port 8472) with /24 pod subnets 10.244.N.0/24 and the CNI's MASQUERADE
+#   n1-n3    nodes .11-.13 (eth0; $EGW_NODE_PREFIX<i> if set), all.rp_filter=1, a flannel-like
+#            VXLAN "CNI" (flannel.1, VNI 1, port 8472) with /24 pod subnets 10.244.N.0/24 and
+#            the CNI's MASQUERADE
 #   p1@n1 10.244.1.2, p2@n2 10.244.2.2, p3@n3 10.244.3.2, p3b@n3 10.244.3.3: pods behind veths
 #            (a /32 each, default via 169.254.1.1, a permanent neighbour with the node veth's
-#            MAC: Calico's layout without its proxy_arp, which needs a node default route)
+#            MAC: Calico's layout without its proxy_arp, which needs a node default route),
+#            made by pod.sh; none with EGW_PODS=0 (the data plane e2e makes its pods with the
+#            addresses the test kubelet gave them)
 #   ext      .100 and .101 on the underlay, where the echo server runs
 # and the same in IPv6: the underlay fd00:50::/64 (nodes ::11-::13, ext ::100), pods
 # fd00:244:N::2 (p3b ::3) routed by the CNI over flannel.1's link-locals, its MASQUERADE too.
 set -eu
+here=$(dirname "$0")
+node=${EGW_NODE_PREFIX:-n}
 mkdir -p /run/netns
 mount -t tmpfs tmpfs /run/netns
 ip link set lo up
-for ns in ul n1 n2 n3 ext p1 p2 p3 p3b; do
+for ns in ul ${node}1 ${node}2 ${node}3 ext; do
   ip netns add $ns
   ip netns exec $ns sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
   ip -n $ns link set lo up
@@ -32,7 +37,7 @@ ip -n ext addr add 192.168.50.100/24 dev eth0
 ip -n ext addr add 192.168.50.101/24 dev eth0
 ip -n ext addr add fd00:50::100/64 dev eth0
 for i in 1 2 3; do
-  n=n$i
+  n=$node$i
   attach $n v-$n
   ip -n $n addr add 192.168.50.1$i/24 dev eth0
   ip -n $n addr add fd00:50::1$i/64 dev eth0
@@ -57,22 +62,8 @@ for i in 1 2 3; do
   ip netns exec $n iptables -t nat -A POSTROUTING -s 10.244.0.0/16 ! -d 10.244.0.0/16 \
     -j MASQUERADE
 done
-pod() {  # pod namespace, node, IPv4 address, IPv6 address
-  ip -n "$2" link add "v-$1" type veth peer name eth0 netns "$1"
-  ip -n "$2" link set "v-$1" up
-  ip -n "$2" route add "$3/32" dev "v-$1"
-  ip -n "$1" addr add "$3/32" dev eth0
-  ip -n "$1" link set eth0 up
-  ip -n "$1" route add 169.254.1.1 dev eth0
-  mac=$(ip -n "$2" -o link show dev "v-$1" | sed 's|.*link/ether \([0-9a-f:]*\).*|\1|')
-  ip -n "$1" neigh add 169.254.1.1 lladdr "$mac" dev eth0 nud permanent
-  ip -n "$1" route add default via 169.254.1.1 dev eth0
-  ip -n "$2" -6 route add "$4/128" dev "v-$1"
-  ip -n "$1" addr add "$4/128" dev eth0
-  ip -n "$1" -6 neigh add fe80::1 lladdr "$mac" dev eth0 nud permanent
-  ip -n "$1" -6 route add default via fe80::1 dev eth0
-}
-pod p1 n1 10.244.1.2 fd00:244:1::2
-pod p2 n2 10.244.2.2 fd00:244:2::2
-pod p3 n3 10.244.3.2 fd00:244:3::2
-pod p3b n3 10.244.3.3 fd00:244:3::3
+[ "${EGW_PODS:-1}" = 0 ] && exit 0
+sh "$here/pod.sh" p1 ${node}1 10.244.1.2 fd00:244:1::2
+sh "$here/pod.sh" p2 ${node}2 10.244.2.2 fd00:244:2::2
+sh "$here/pod.sh" p3 ${node}3 10.244.3.2 fd00:244:3::2
+sh "$here/pod.sh" p3b ${node}3 10.244.3.3 fd00:244:3::3

@@ -1,0 +1,370 @@
+// Issue 13's acceptance topology end to end: real packets through egw-agent processes, fed by the
+// egress-operator process reconciling a real IPAMPool, OperatorConfig (spec.dataplane.agent) and
+// EgressGatewayPolicy, against the real control plane. Everything runs in a private network and
+// mount namespace (the binary re-executes itself under `unshare -m -n` before main(), so the
+// control plane of environment.cc starts inside it too): the topology of dataplane.md §3
+// (test/unit/dataplane/packets/topology.sh: underlay bridge, node namespaces egress-node-1..3 with
+// a flannel-like VXLAN CNI and its MASQUERADE, the external echo server that answers with the
+// address it saw), this namespace itself on the underlay as 192.168.50.1 where the API server
+// listens, and one egw-agent per node namespace (`ip netns exec`), not a dry run.
+//
+// The Nodes are the test kubelet's (it names them egress-node-<i>; the test gives them their
+// underlay InternalIPs, which the kubelet never rewrites), and the topology follows the pod IPs
+// the kubelet assigns: each source pod is created first and its veth pod is made with the
+// address it shows, so nothing races the kubelet. The gateway's nodeSelector pins it to node 1
+// (the label moves to node 2 for the failover).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test/e2e/operator_helpers.h"
+#include "test/e2e/testenv/child_process.h"
+#include "test/e2e/testenv/environment.h"
+#include "test/testutil/temp_dir.h"
+#include "test/unit/dataplane/kernel_test_util.h"
+#include <unistd.h>
+
+namespace egress::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+using dataplane::testing::output;
+using dataplane::testing::sh;
+using testenv::controlPlane;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+constexpr const char* kApiAddress = "192.168.50.1";
+constexpr const char* kNs = "egw-dp";
+constexpr const char* kLeaseNs = "egw-dp-agents";
+constexpr const char* kGatewayLabel = "egw-e2e/gateway";
+constexpr const char* kEchoLog = "/run/netns/echo-peers.log";
+const std::string kPackets = EGRESS_PACKETS_DIR;
+
+// Before main(): environment.cc's main starts the control plane, which must run in the private
+// namespace with the test. The listing (ctest, --gtest_list_tests) needs none of it.
+const bool kInPrivateNamespace = [] {
+  std::ifstream in("/proc/self/cmdline");
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) {
+    args.push_back(a);
+  }
+  for (const auto& a : args) {
+    if (a.starts_with("--gtest_list_tests")) {
+      return false;
+    }
+  }
+  if (std::getenv("EGW_IN_NETNS") != nullptr) {
+    return std::system("ip link set lo up") == 0;
+  }
+  setenv("EGW_IN_NETNS", "1", 1);
+  setenv("EGRESS_TESTENV_NODES", "3", 1);
+  setenv("EGRESS_TESTENV_ADVERTISE_ADDRESS", kApiAddress, 1);
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    std::_Exit(2);
+  }
+  self[n] = '\0';
+  std::vector<std::string> cmd{"unshare", "-m", "-n", "--", self};
+  cmd.insert(cmd.end(), args.begin() + (args.empty() ? 0 : 1), args.end());
+  std::vector<char*> argv;
+  for (auto& a : cmd) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  execvp("unshare", argv.data());
+  std::perror("exec unshare");  // unshare is util-linux (hack/install-deps.sh)
+  std::_Exit(2);
+}();
+
+std::string node(int i) {
+  return "egress-node-" + std::to_string(i);
+}
+
+std::string connect(const std::string& pod, const std::string& host, const std::string& mode = "") {
+  return dataplane::testing::connectFrom(kPackets, pod, host, mode);
+}
+
+std::string kubectlOut(const std::vector<std::string>& args) {
+  auto r = controlPlane().kubectl(args);
+  return r.ok() ? r.output : "";
+}
+
+// The source pods: name, node, app label (web is selected).
+struct SourcePod {
+  const char* name;
+  int node;
+  const char* app;
+};
+constexpr SourcePod kPods[] = {
+    {"p1", 1, "web"}, {"p2", 2, "other"}, {"p3", 3, "web"}, {"p3b", 3, "other"}};
+
+class DataplaneE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_TRUE(kInPrivateNamespace);
+    tmp_ = new testutil::TempDir();
+    sh("EGW_NODE_PREFIX=egress-node- EGW_PODS=0 sh " + kPackets + "/topology.sh");
+    sh(std::string("ip link add egw-ul type veth peer name v-host netns ul && ip -n ul link set "
+                   "v-host master br0 up && ip addr add ") +
+       kApiAddress + "/24 dev egw-ul && ip link set egw-ul up");
+    echo_ = inNamespace("ext", {"python3", kPackets + "/echo.py", kEchoLog}, "echo");
+    for (int i = 1; i <= 3; ++i) {
+      const std::string n = node(i);
+      const std::string patch =
+          R"({"status":{"addresses":[{"type":"InternalIP","address":"192.168.50.1)" +
+          std::to_string(i) + R"("},{"type":"InternalIP","address":"fd00:50::1)" +
+          std::to_string(i) + R"("},{"type":"Hostname","address":")" + n + R"("}]}})";
+      auto r = controlPlane().kubectl(
+          {"patch", "node", n, "--subresource=status", "--type=merge", "-p", patch});
+      ASSERT_TRUE(r.ok()) << r.output;
+    }
+    ASSERT_TRUE(controlPlane()
+                    .kubectl({"label", "node", node(1), std::string(kGatewayLabel) + "=true"})
+                    .ok());
+    ASSERT_EQ(installCrds(), "");
+    ASSERT_EQ(controlPlane().createNamespace(kNs), "");
+    ASSERT_EQ(controlPlane().createNamespace(kLeaseNs), "");
+
+    std::string pods;
+    for (const auto& p : kPods) {
+      pods += std::string("---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: ") + p.name +
+              "\n  namespace: " + kNs + "\n  labels: {app: " + p.app +
+              "}\nspec:\n  nodeName: " + node(p.node) +
+              "\n  containers: [{name: c, image: example.invalid/app:1}]\n";
+    }
+    ASSERT_TRUE(applyYaml(tmp_->path() + "/pods.yaml", pods));
+    for (const auto& p : kPods) {
+      std::string ip;
+      ASSERT_TRUE(eventually(
+          [&] {
+            ip = kubectlOut({"get", "pod", "-n", kNs, p.name, "-o", "jsonpath={.status.podIP}"});
+            return !ip.empty();
+          },
+          60s))
+          << p.name;
+      // The kubelet assigns IPv4 only; the test adds each pod's IPv6 to its status, as a
+      // dual-stack CNI would have reported it.
+      const std::string ip6 =
+          "fd00:244:" + std::to_string(p.node) + "::" + ip.substr(ip.rfind('.') + 1);
+      auto r = controlPlane().kubectl(
+          {"patch", "pod", "-n", kNs, p.name, "--subresource=status", "--type=merge", "-p",
+           R"({"status":{"podIPs":[{"ip":")" + ip + R"("},{"ip":")" + ip6 + R"("}]}})"});
+      ASSERT_TRUE(r.ok()) << r.output;
+      sh("sh " + kPackets + "/pod.sh " + p.name + " " + node(p.node) + " " + ip + " " + ip6);
+    }
+
+    // The agents reach the API server from the underlay: the admin kubeconfig, another address.
+    std::ifstream in(controlPlane().kubeconfig());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string kc = text.str();
+    const std::string loopback = "https://127.0.0.1:";
+    const auto at = kc.find(loopback);
+    ASSERT_NE(at, std::string::npos);
+    kc.replace(at, loopback.size(), std::string("https://") + kApiAddress + ":");
+    agentKubeconfig_ = tmp_->path() + "/agent.kubeconfig";
+    std::ofstream(agentKubeconfig_) << kc;
+    for (int i = 1; i <= 3; ++i) {
+      startAgent(i);
+    }
+
+    ASSERT_TRUE(applyYaml(tmp_->path() + "/objects.yaml",
+                          poolYaml("egw-dp", {"192.168.50.200/29", "fd00:50::200/125"}) + "---\n" +
+                              operatorConfigYaml("") + "  dataplane:\n    agent: true\n" +
+                              "---\napiVersion: networking.egressgateway.dev/v1alpha1\n"
+                              "kind: EgressGatewayPolicy\nmetadata:\n  name: web\n  namespace: " +
+                              kNs +
+                              "\nspec:\n  podSelector:\n    matchLabels: {app: web}\n"
+                              "  destinationCIDRs: [192.168.50.96/28, fd00:50::100/120]\n"
+                              "  excludedCIDRs: [192.168.50.101/32]\n"
+                              "  egressIP: {pool: egw-dp, ipFamily: DualStack}\n"
+                              "  gateway:\n    replicas: 1\n    nodeSelector: {" +
+                              kGatewayLabel + ": \"true\"}\n"));
+    operator_ =
+        new Operator(tmp_->path(), "operator", {std::string("--agent-lease-namespace=") + kLeaseNs},
+                     {.wrapper = {"/usr/bin/setpriv", "--pdeathsig", "KILL", "--"}});
+    ASSERT_TRUE(operator_->process().error().empty()) << operator_->process().error();
+    ASSERT_TRUE(eventually(
+        [&] {
+          const auto ps = policies(kNs);
+          const auto web = ps.find("web");
+          for (const auto& ip :
+               web == ps.end() ? std::vector<std::string>{} : web->second.egressIPs) {
+            (ip.find(':') == std::string::npos ? egressIP_ : egressIP6_) = ip;
+          }
+          return !egressIP_.empty() && !egressIP6_.empty();
+        },
+        120s))
+        << operator_->process().log();
+    ASSERT_TRUE(eventually(
+        [&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 120s))
+        << connect("p3", "192.168.50.100") << "\n"
+        << agents_[3]->log() << agents_[1]->log();
+  }
+
+  static void TearDownTestSuite() {
+    echo_.reset();
+    for (auto& [i, a] : agents_) {
+      a.reset();
+    }
+    delete operator_;
+    operator_ = nullptr;
+    delete tmp_;
+    tmp_ = nullptr;
+  }
+
+  // `argv` run in network namespace `ns`, killed with this process however it ends (so the
+  // namespaces vanish with it), its output in `name`-<n>.log.
+  static std::unique_ptr<testenv::ChildProcess> inNamespace(const std::string& ns,
+                                                            std::vector<std::string> argv,
+                                                            const std::string& name) {
+    argv.insert(argv.begin(),
+                {"/usr/bin/setpriv", "--pdeathsig", "KILL", "--", "ip", "netns", "exec", ns});
+    auto p = std::make_unique<testenv::ChildProcess>(
+        argv, tmp_->path() + "/" + name + "-" + std::to_string(++started_) + ".log");
+    EXPECT_TRUE(p->error().empty()) << p->error();
+    return p;
+  }
+  static void startAgent(int i) {
+    agents_[i] = inNamespace(
+        node(i),
+        {EGRESS_AGENT_BINARY, "--kubeconfig=" + agentKubeconfig_, "--node-name=" + node(i),
+         std::string("--lease-namespace=") + kLeaseNs, "--metrics-bind-address=127.0.0.1:9402",
+         "--health-probe-bind-address=127.0.0.1:9403"},
+        "agent-" + std::to_string(i));
+  }
+  // The gateway pod holding the egress IP, and its node; "" for none.
+  static std::pair<std::string, std::string> holder() {
+    for (const auto& [name, p] : gatewayPods(kNs, "web")) {
+      if (!p.annotation.empty() && !p.deleting) {
+        return {name, p.node};
+      }
+    }
+    return {};
+  }
+  static std::string nodeAddress(int i) { return "192.168.50.1" + std::to_string(i) + ":"; }
+
+  static inline testutil::TempDir* tmp_ = nullptr;
+  static inline Operator* operator_ = nullptr;
+  static inline std::map<int, std::unique_ptr<testenv::ChildProcess>> agents_;
+  static inline std::unique_ptr<testenv::ChildProcess> echo_;
+  static inline std::string agentKubeconfig_;
+  static inline std::string egressIP_;
+  static inline std::string egressIP6_;
+  static inline int started_ = 0;
+};
+
+TEST_F(DataplaneE2E, SelectedPodsLeaveWithTheEgressIPNonSelectedWithTheirNodesAddress) {
+  ASSERT_EQ(holder().second, node(1));
+  // Through the tunnel (p3 on node 3), past node 3's CNI MASQUERADE; and on the holder (p1).
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith(egressIP_ + ":"));
+  EXPECT_THAT(connect("p1", "192.168.50.100"), StartsWith(egressIP_ + ":"));
+  // Not selected, or an excluded destination: the CNI's masquerade, the node's address.
+  EXPECT_THAT(connect("p2", "192.168.50.100"), StartsWith(nodeAddress(2)));
+  EXPECT_THAT(connect("p3b", "192.168.50.100"), StartsWith(nodeAddress(3)));
+  EXPECT_THAT(connect("p3", "192.168.50.101"), StartsWith(nodeAddress(3)));
+  // IPv6 the same, but for non-selected pods: the topology's IPv6 MASQUERADE (ip6tables-nft)
+  // does not fire for forwarded pod traffic even without egw (packets_test.cc says so too).
+  EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith(egressIP6_ + ":"));
+  EXPECT_THAT(connect("p1", "fd00:50::100"), StartsWith(egressIP6_ + ":"));
+}
+
+TEST_F(DataplaneE2E, WithNoLiveHolderConnectionsFailAndTheServerNeverSeesANodeOrPod) {
+  // The holder's agent dies and its node drops off the underlay; with one replica there is no
+  // other gateway pod to move the IP to, so once its agent Lease (6 s) is stale node 3's agent
+  // refuses p3's packets instead of letting them out with its own address.
+  agents_[1]->signal(SIGKILL);
+  agents_[1]->reap(10s);
+  sh("ip -n ul link set v-egress-node-1 down");
+  std::this_thread::sleep_for(6s + 3s);
+  sh(std::string(": > ") + kEchoLog);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("error:"));
+  }
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("error:"));
+  }
+  const auto seen = output(std::string("cat ") + kEchoLog);
+  EXPECT_THAT(seen, Not(HasSubstr("192.168.50.1"))) << seen;
+  EXPECT_THAT(seen, Not(HasSubstr("10.244."))) << seen;
+  EXPECT_THAT(seen, Not(HasSubstr("fd00:50::1"))) << seen;
+  EXPECT_THAT(seen, Not(HasSubstr("fd00:244:"))) << seen;
+  EXPECT_THAT(connect("p3b", "192.168.50.100"), StartsWith(nodeAddress(3))) << "not selected";
+  EXPECT_EQ(holder().second, node(1)) << "nowhere to move it";
+
+  sh("ip -n ul link set v-egress-node-1 up");
+  startAgent(1);
+  EXPECT_TRUE(
+      eventually([&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 60s))
+      << agents_[1]->log();
+}
+
+TEST_F(DataplaneE2E, TheIPMovesOffAKilledHoldersNodeAndALongLivedConnectionKeepsIt) {
+  ASSERT_TRUE(eventually(
+      [&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 60s));
+  const auto [oldPod, oldNode] = holder();
+  ASSERT_EQ(oldNode, node(1));
+  // A connection open across the move, one echoed line every 0.2 s, each awaited up to 30 s.
+  auto held = inNamespace(
+      "p3", {"python3", kPackets + "/client.py", "192.168.50.100", "hold:30:30"}, "held");
+  ASSERT_TRUE(eventually([&] { return !held->log().empty(); }, 10s));
+  ASSERT_TRUE(controlPlane()
+                  .kubectl({"label", "node", node(2), std::string(kGatewayLabel) + "=true"})
+                  .ok());
+  ASSERT_TRUE(
+      controlPlane().kubectl({"label", "node", node(1), std::string(kGatewayLabel) + "-"}).ok());
+
+  const auto killed = std::chrono::steady_clock::now();
+  agents_[1]->signal(SIGKILL);
+  sh("ip -n ul link set v-egress-node-1 down");
+  // What the node lifecycle controller (off in this control plane) and the 10 s unreachable
+  // toleration would do: evict the pod, which a dead node's kubelet never confirms (a finalizer
+  // holds it), so the Deployment starts a replacement on node 2.
+  ASSERT_TRUE(controlPlane()
+                  .kubectl({"patch", "pod", "-n", kNs, oldPod, "--type=merge", "-p",
+                            R"({"metadata":{"finalizers":["egw.e2e/hold"]}})"})
+                  .ok());
+  ASSERT_TRUE(controlPlane().kubectl({"delete", "pod", "-n", kNs, oldPod, "--wait=false"}).ok());
+  std::string seen;
+  const bool moved = eventually(
+      [&] {
+        seen = connect("p3", "192.168.50.100");
+        return seen.starts_with(egressIP_ + ":");
+      },
+      60s);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::printf(
+      "[ failover ] SIGKILL of the holder's agent to the first new connection with %s: "
+      "%.1f s (lease 6 s; target 8 s)\n",
+      egressIP_.c_str(), took);
+  EXPECT_TRUE(moved) << seen << "\n" << operator_->process().log();
+  EXPECT_LT(took, 45.0);
+  EXPECT_EQ(holder().second, node(2));
+  EXPECT_TRUE(
+      eventually([&] { return connect("p3", "fd00:50::100").starts_with(egressIP6_ + ":"); }, 30s));
+  EXPECT_THAT(connect("p1", "192.168.50.100"), StartsWith("error:")) << "p1's node is cut off";
+
+  EXPECT_TRUE(held->reap(60s)) << "still holding";
+  EXPECT_THAT(held->log(), StartsWith(egressIP_ + ":"));
+  EXPECT_THAT(held->log(), HasSubstr("\nheld ok")) << held->log();
+  controlPlane().kubectl({"patch", "pod", "-n", kNs, oldPod, "--type=merge", "-p",
+                          R"({"metadata":{"finalizers":null}})"});
+}
+
+}  // namespace
+}  // namespace egress::e2e
