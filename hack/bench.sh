@@ -35,8 +35,13 @@ echo "== the operator: $pods pods cached, 1,000 policies over 20 pools, cold sta
 "$TESTENV_DIR/bin/kubectl" --kubeconfig "$KUBECONFIG" wait --for condition=established --timeout=60s \
   crd/ipampools.networking.egressgateway.dev crd/egressgatewaypolicies.networking.egressgateway.dev \
   crd/operatorconfigs.networking.egressgateway.dev >/dev/null
+# Its figures as JSON lines too (kept in $build/bench/), from which the scale curve's chart is
+# drawn into docs/scale-curve.png.
+mkdir -p "$build/bench"
 "$build/test/bench/operator_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
   --operator "$build/cmd/egress-operator/egress-operator" --policies 1000 --pools 20 \
-  --churn 2000 --churn-pods 100 --churn-rate 20
+  --churn 2000 --churn-pods 100 --churn-rate 20 --scale-curve 1000,5000,10000,20000 \
+  | tee "$build/bench/operator_bench.out"
+/usr/bin/python3 hack/bench-chart.py docs/scale-curve.png "$build/bench/operator_bench.out"
 echo "== IPAM: allocations per second and bytes per allocation (no cluster needed)"
 "$build/test/bench/ipam_bench"

@@ -25,6 +25,8 @@ packages=(
   # the image (make image, the image test): podman builds the Dockerfile daemonless, from base
   # images debootstrap makes out of the Debian archive (hack/image/base.sh)
   podman debootstrap
+  # make bench draws the scale curve's chart (hack/bench-chart.py) with Debian's python3
+  python3-matplotlib
 )
 
 missing=()

@@ -1,9 +1,11 @@
 #include "test/bench/bench_util.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
 #include <boost/asio/co_spawn.hpp>
+#include <fmt/format.h>
 
 #include "test/testutil/run_sync.h"
 #include <malloc.h>
@@ -97,7 +99,7 @@ boost::asio::awaitable<void> createRange(kube::RestClient* client, std::string n
                                          int* done) {
   for (int i = from; i < to; ++i) {
     const std::string name = "bench-" + std::to_string(i);
-    std::string body = benchPod(name, ownerUid, "bench", "");
+    std::string body = benchPod(name, ownerUid, "bench", "", i / kPodsPerReplicaSet);
     auto r = co_await client->create(kPods, ns, std::move(body));
     if (!r && !r.error().isAlreadyExists()) {
       ++*failures;
@@ -136,11 +138,16 @@ bool heapCountingEnabled() {
 }
 
 std::string benchPod(const std::string& name, const std::string& ownerUid, const std::string& app,
-                     const std::string& nodeName) {
+                     const std::string& nodeName, int replicaSet) {
+  const std::string hash = fmt::format("{:010x}", 0x7d9f8b6c5dULL + replicaSet);
+  const std::string workload = "web-" + std::to_string(replicaSet);
   return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
-         R"(","generateName":"web-7d9f8b6c5d-","labels":{"app":")" + app +
-         R"(","tier":"backend","team":"egress","pod-template-hash":"7d9f8b6c5d",)"
-         R"("app.kubernetes.io/name":"web","app.kubernetes.io/version":"1.2.3",)"
+         R"(","generateName":")" + workload + "-" + hash + R"(-","labels":{"app":")" + app +
+         R"(","tier":"backend","team":"egress","pod-template-hash":")" + hash +
+         R"(",)"
+         R"("app.kubernetes.io/name":")" +
+         workload +
+         R"(","app.kubernetes.io/version":"1.2.3",)"
          R"("app.kubernetes.io/part-of":"storefront"},"annotations":{"prometheus.io/scrape":"true",)"
          R"("prometheus.io/port":"9090","kubectl.kubernetes.io/restartedAt":"2026-11-30T08:15:00Z",)"
          R"("checksum/config":"5f2b8c0e9a7d4c1b3e6f8a0d2c4b6e8f1a3c5e7d9b0f2a4c6e8d0b2f4a6c8e0d"},)"
@@ -238,16 +245,21 @@ std::optional<std::string> ensurePodOwner(boost::asio::io_context& ioc, kube::Re
 
 bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
                 int count, int parallel) {
+  return createPods(ioc, client, ns, 0, count, parallel);
+}
+
+bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
+                int first, int end, int parallel) {
   auto ownerUid = ensurePodOwner(ioc, client, ns);
   if (!ownerUid) {
     return false;
   }
   int failures = 0;
   int done = 0;
-  const int per = (count + parallel - 1) / parallel;
+  const int per = (std::max(0, end - first) + parallel - 1) / parallel;
   for (int p = 0; p < parallel; ++p) {
-    const int from = p * per;
-    const int to = std::min(count, from + per);
+    const int from = first + p * per;
+    const int to = std::min(end, from + per);
     boost::asio::co_spawn(ioc, createRange(&client, ns, *ownerUid, from, to, &failures, &done),
                           rethrow);
   }

@@ -83,8 +83,15 @@ inline std::unique_ptr<kube::RestClient> makeClient(boost::asio::io_context& ioc
 // `nodeName` it is for a scheduler that does not exist: it stays Pending, untouched by the
 // scheduler, the kubelet and the pod garbage collector (which deletes pods bound to unknown
 // nodes); with one, the test kubelet runs it and gives it an address.
+// `replicaSet` numbers the workload the pod belongs to: pods of one ReplicaSet share their
+// labels (pod-template-hash and app.kubernetes.io/name differ between sets), as on a cluster,
+// so that a cache which shares identical label sets is measured on realistic sharing, not on
+// 10,000 copies of one set.
 std::string benchPod(const std::string& name, const std::string& ownerUid, const std::string& app,
-                     const std::string& nodeName);
+                     const std::string& nodeName, int replicaSet);
+
+// Seeded pods per ReplicaSet: a small workload's replica count (10,000 pods are 2,000 sets).
+inline constexpr int kPodsPerReplicaSet = 5;
 
 // A merge patch of pods/status giving an unscheduled benchPod() the conditions and container
 // statuses a real Pending pod shows (about 1.4 KB of JSON).
@@ -98,5 +105,8 @@ std::optional<std::string> ensurePodOwner(boost::asio::io_context& ioc, kube::Re
 // with `parallel` concurrent requests.
 bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
                 int count, int parallel);
+// The same for bench-<first>..bench-<end-1>.
+bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
+                int first, int end, int parallel);
 
 }  // namespace egress::bench

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,6 +77,8 @@ const kube::Resource kEvents{"", "v1", "events", true};
 constexpr int kChurnPolicy = 10;
 constexpr const char* kChurnIn = "bench-churn-in";
 constexpr const char* kChurnOut = "bench-churn-out";
+// The churn pods' ReplicaSets are numbered after any the seeded pods use.
+constexpr int kChurnReplicaSets = 1'000'000;
 
 // The value of every sample of `name` whose line contains `filter`, summed.
 double metric(const std::string& text, const std::string& name, const std::string& filter = "") {
@@ -435,7 +438,8 @@ std::optional<std::map<std::string, std::string>> createChurnPods(boost::asio::i
   }
   for (int i = 0; i < pods; ++i) {
     std::string body = benchPod("churn-" + std::to_string(i), *ownerUid, kChurnOut,
-                                nodes[static_cast<size_t>(i) % nodes.size()]);
+                                nodes[static_cast<size_t>(i) % nodes.size()],
+                                kChurnReplicaSets + i / kPodsPerReplicaSet);
     auto r = testutil::runSync(ioc, client.create(kPodsResource, ns, std::move(body)));
     if (!r && !r.error().isAlreadyExists()) {
       std::fprintf(stderr, "create churn pod: %s\n", r.error().message().c_str());
@@ -793,8 +797,52 @@ struct ChurnOptions {
   int pods = 100;
 };
 
+// The scale curve, after the baseline (seeded pods deleted, policies converged): seeded pods
+// grown to each size in turn, and at each a fresh operator process: time to synced caches,
+// time until every policy is Ready (they are Ready already: this is the read side of a cold
+// start) and until it has made no write for 10 s (the ten policies that select every seeded pod
+// have new source pods to count), and its RSS with the RSS per cached pod over the baseline's.
+// One process per size, as a user's restart would be.
+bool scaleCurve(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& binary,
+                const std::string& kubeconfig, const std::string& ns, int policies, int workers,
+                std::vector<int> sizes, const ColdStart& base) {
+  std::sort(sizes.begin(), sizes.end());
+  int seeded = 0;
+  for (const int size : sizes) {
+    const auto seedStart = std::chrono::steady_clock::now();
+    if (!createPods(ioc, client, ns, seeded, size, 16)) {
+      return false;
+    }
+    const double seedSeconds = secondsSince(seedStart);
+    seeded = std::max(seeded, size);
+    auto point = coldStart(ioc, client, binary, kubeconfig, ns, policies, workers);
+    if (!point) {
+      return false;
+    }
+    point->op->signal(SIGTERM);
+    point->op->reap(60s);
+    const int delta = point->cachedPods - base.cachedPods;
+    const double perPod = delta > 0 ? (point->rss - base.rss) / delta : 0.0;
+    std::printf(
+        "scale_curve: seeded_pods=%d cached_pods=%d seed_seconds=%.1f time_to_synced=%.2fs "
+        "time_to_ready=%.2fs time_to_quiet=%.2fs rss=%.1fMiB rss_per_cached_pod=%.0fB\n",
+        size, point->cachedPods, seedSeconds, point->synced, point->ready, point->quiet,
+        point->rss / 1048576.0, perPod);
+    std::printf(
+        "{\"figure\":\"scale_curve\",\"seeded_pods\":%d,\"cached_pods\":%d,"
+        "\"policies\":%d,\"seed_seconds\":%.1f,\"time_to_synced_s\":%.2f,"
+        "\"time_to_ready_s\":%.2f,\"time_to_quiet_s\":%.2f,\"rss_bytes\":%.0f,"
+        "\"baseline_rss_bytes\":%.0f,\"rss_bytes_per_cached_pod\":%.0f}\n",
+        size, point->cachedPods, policies, seedSeconds, point->synced, point->ready, point->quiet,
+        point->rss, base.rss, perPod);
+    std::fflush(stdout);
+  }
+  return true;
+}
+
 int run(const std::string& kubeconfig, const std::string& binary, const std::string& ns,
-        int policies, int pools, int workers, const ChurnOptions& churnOptions) {
+        int policies, int pools, int workers, const ChurnOptions& churnOptions,
+        const std::vector<int>& scaleSizes) {
   boost::asio::io_context ioc;
   auto client = makeClient(ioc, kubeconfig, true);
   if (!client) {
@@ -979,7 +1027,8 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
       "\"baseline_rss_bytes\":%.0f,\"rss_bytes_per_cached_pod\":%.0f}\n",
       policies, full->cachedPods, full->synced, full->ready, full->quiet, total / policies,
       steadyWrites, full->rss, base->cachedPods, base->rss, perPod);
-  return 0;
+  return scaleCurve(ioc, *client, binary, kubeconfig, ns, policies, workers, scaleSizes, *base) ? 0
+                                                                                                : 1;
 }
 
 }  // namespace
@@ -997,8 +1046,12 @@ int main(int argc, char** argv) {
   int64_t churnChanges = 2000;
   int64_t churnPods = 100;
   double churnRate = 20;
+  std::string scaleCurve;
   bool help = false;
   flags.addString("kubeconfig", kubeconfig, "Path to a kubeconfig.");
+  flags.addString(
+      "scale-curve", scaleCurve,
+      "Comma-separated seeded-pod counts for the scale curve at the end (empty: none).");
   flags.addString("operator", binary, "The egress-operator binary.");
   flags.addString("namespace", ns, "Namespace of the policies (the seeded pods' namespace).");
   flags.addInt("policies", policies, "Policies to create, one gateway replica each.");
@@ -1013,10 +1066,23 @@ int main(int argc, char** argv) {
     std::fprintf(help ? stdout : stderr, "%s\n%s", err.c_str(), flags.usage().c_str());
     return help ? 0 : 2;
   }
+  std::vector<int> sizes;
+  for (size_t at = 0; at < scaleCurve.size();) {
+    const size_t comma = std::min(scaleCurve.find(',', at), scaleCurve.size());
+    const std::string item = scaleCurve.substr(at, comma - at);
+    char* end = nullptr;
+    const long size = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || size <= 0) {
+      std::fprintf(stderr, "--scale-curve: %s is not a positive pod count\n", item.c_str());
+      return 2;
+    }
+    sizes.push_back(static_cast<int>(size));
+    at = comma + 1;
+  }
   bench::ChurnOptions churn;
   churn.changes = static_cast<int>(churnChanges);
   churn.pods = static_cast<int>(churnPods);
   churn.rate = churnRate;
   return bench::run(kubeconfig, binary, ns, static_cast<int>(policies), static_cast<int>(pools),
-                    static_cast<int>(workers), churn);
+                    static_cast<int>(workers), churn, sizes);
 }
