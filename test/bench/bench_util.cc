@@ -244,11 +244,6 @@ std::optional<std::string> ensurePodOwner(boost::asio::io_context& ioc, kube::Re
 }
 
 bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
-                int count, int parallel) {
-  return createPods(ioc, client, ns, 0, count, parallel);
-}
-
-bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
                 int first, int end, int parallel) {
   auto ownerUid = ensurePodOwner(ioc, client, ns);
   if (!ownerUid) {

@@ -101,11 +101,8 @@ std::string benchPodStatus();
 std::optional<std::string> ensurePodOwner(boost::asio::io_context& ioc, kube::RestClient& client,
                                           const std::string& ns);
 
-// Creates pods bench-0..bench-<count-1> in `ns` (benchPod() with app=bench, then its status)
+// Creates pods bench-<first>..bench-<end-1> in `ns` (benchPod() with app=bench, then its status)
 // with `parallel` concurrent requests.
-bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
-                int count, int parallel);
-// The same for bench-<first>..bench-<end-1>.
 bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
                 int first, int end, int parallel);
 

@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
       }
       ioc.run_for(std::chrono::milliseconds(100));
     }
-    if (!bench::createPods(ioc, *client, ns, static_cast<int>(create), 16)) {
+    if (!bench::createPods(ioc, *client, ns, 0, static_cast<int>(create), 16)) {
       return 1;
     }
     std::printf("created=%lld seconds=%.1f\n", static_cast<long long>(create),

@@ -814,7 +814,7 @@ bool scaleCurve(boost::asio::io_context& ioc, kube::RestClient& client, const st
       return false;
     }
     const double seedSeconds = secondsSince(seedStart);
-    seeded = std::max(seeded, size);
+    seeded = size;
     auto point = coldStart(ioc, client, binary, kubeconfig, ns, policies, workers);
     if (!point) {
       return false;
