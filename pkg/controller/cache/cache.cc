@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "pkg/apis/meta/string_map_interner.h"
 #include "pkg/cache/indexer.h"
 #include "pkg/client/networking/v1alpha1/zz_generated.informers.h"
 #include "pkg/controller/names.h"
@@ -106,6 +107,8 @@ void stripPod(core::Pod& pod) {
   }
   pod.status.conditions.shrink_to_fit();
   pod.status.podIPs.shrink_to_fit();
+  // Last: after this the labels are read-only and shared with the other pods of the ReplicaSet.
+  meta::StringMapInterner::global().intern(m.labels);
 }
 
 void stripNamespace(core::Namespace& ns) {

@@ -36,7 +36,8 @@ namespace egress::controller {
 
 // The transform the pod informer applies: keeps identity, labels, the egress-IP annotation, the
 // node, the pod IPs, the phase and the Ready condition, and a gateway pod's controller owner
-// reference.
+// reference. The labels come out interned (StringMapInterner::global()): shared with every other
+// cached pod that has the same ones.
 void stripPod(core::Pod& pod);
 
 // A pod labelled as a policy's is one of its gateways only if a ReplicaSet of the gateway

@@ -1,10 +1,12 @@
 // StringMap against std::map: the same contents, order and answers after every operation of a
-// random sequence, plus the cases a sequence rarely hits.
+// random sequence (with copies taken along the way that must never change), plus the cases a
+// sequence rarely hits, and copy-on-write.
 #include "pkg/apis/meta/string_map.h"
 
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -25,6 +27,7 @@ TEST(StringMapTest, BehavesAsStdMapOverARandomSequence) {
   std::mt19937 rng(7);
   StringMap flat;
   std::map<std::string, std::string> tree;
+  std::vector<std::pair<StringMap, std::map<std::string, std::string>>> snapshots;
   for (int step = 0; step < 20000; ++step) {
     const std::string key = "k" + std::to_string(rng() % 40);
     const std::string value = "v" + std::to_string(rng() % 1000);
@@ -68,6 +71,12 @@ TEST(StringMapTest, BehavesAsStdMapOverARandomSequence) {
     }
     ASSERT_EQ(flat.size(), tree.size());
     ASSERT_EQ(entries(flat), entries(tree)) << "after step " << step;
+    if (step % 97 == 0) {
+      snapshots.emplace_back(flat, tree);
+    }
+  }
+  for (const auto& [copy, want] : snapshots) {
+    ASSERT_EQ(entries(copy), entries(want)) << "a later write reached an earlier copy";
   }
 }
 
@@ -94,6 +103,67 @@ TEST(StringMapTest, EraseByIteratorReturnsTheNextEntry) {
   EXPECT_EQ(next->first, "c");
   EXPECT_EQ(m.size(), 2u);
   EXPECT_TRUE(m.find("missing") == m.end());
+}
+
+TEST(StringMapTest, ACopySharesTheBlockUntilEitherSideWrites) {
+  const StringMap a{{"app", "web"}, {"tier", "front"}};
+  StringMap b = a;
+  EXPECT_TRUE(b.sharesStorageWith(a));
+  EXPECT_EQ(std::as_const(b).find("app")->second, "web");
+  EXPECT_TRUE(b.sharesStorageWith(a)) << "a const read must not copy";
+  b["app"] = "db";
+  EXPECT_FALSE(b.sharesStorageWith(a));
+  EXPECT_EQ(a.at("app"), "web");
+  EXPECT_EQ(b.at("app"), "db");
+}
+
+TEST(StringMapTest, WritingThroughANonConstIteratorNeverReachesACopy) {
+  StringMap a{{"x", "1"}, {"y", "2"}};
+  const StringMap copy = a;
+  a.find("x")->second = "changed";
+  for (auto& [k, v] : a) {
+    v += "!";
+  }
+  EXPECT_EQ(copy, (StringMap{{"x", "1"}, {"y", "2"}}));
+  EXPECT_EQ(a, (StringMap{{"x", "changed!"}, {"y", "2!"}}));
+}
+
+TEST(StringMapTest, EraseByAConstIteratorOfASharedBlockErasesFromTheCopyOnly) {
+  StringMap a{{"a", "1"}, {"b", "2"}, {"c", "3"}};
+  const StringMap copy = a;
+  auto next = a.erase(std::as_const(a).find("b"));
+  ASSERT_NE(next, a.end());
+  EXPECT_EQ(next->first, "c");
+  EXPECT_EQ(a, (StringMap{{"a", "1"}, {"c", "3"}}));
+  EXPECT_EQ(copy.size(), 3u);
+  EXPECT_EQ(a.erase("missing"), 0u);
+  EXPECT_EQ(a.erase("a"), 1u);
+  EXPECT_EQ(copy.at("a"), "1");
+}
+
+TEST(StringMapTest, AnEmptyMapHoldsNoBlock) {
+  StringMap m;
+  EXPECT_EQ(m.capacity(), 0u);
+  EXPECT_TRUE(m.begin() == m.end()) << "a non-const begin() of an empty map";
+  EXPECT_EQ(m.capacity(), 0u);
+  m.emplace("k", "v");
+  m.erase("k");
+  m.shrinkToFit();
+  EXPECT_EQ(m.capacity(), 0u);
+  EXPECT_FALSE(m.sharesStorageWith(StringMap()));
+  EXPECT_EQ(m, StringMap());
+}
+
+TEST(StringMapTest, SwapAndClearLeaveTheOtherHoldersAlone) {
+  StringMap a{{"a", "1"}};
+  StringMap b = a;
+  StringMap c{{"c", "3"}};
+  b.swap(c);
+  EXPECT_EQ(b, (StringMap{{"c", "3"}}));
+  EXPECT_TRUE(c.sharesStorageWith(a));
+  c.clear();
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(a.at("a"), "1");
 }
 
 }  // namespace

@@ -62,6 +62,26 @@ TEST(StripPod, APodWithoutOurAnnotationKeepsNoAnnotationStorage) {
   EXPECT_EQ(pod.metadata.annotations.capacity(), 0u);
 }
 
+// A ReplicaSet's pods carry the same labels: the cache keeps one copy of them, not one per pod.
+TEST(StripPod, PodsWithEqualLabelsShareOneLabelBlock) {
+  core::Pod a = podWithEverything();
+  core::Pod b = podWithEverything();
+  b.metadata.name = "web-2";
+  core::Pod other = podWithEverything();
+  other.metadata.labels = {{"app", "db"}};
+  ASSERT_FALSE(a.metadata.labels.sharesStorageWith(b.metadata.labels));
+  stripPod(a);
+  stripPod(b);
+  stripPod(other);
+  EXPECT_TRUE(a.metadata.labels.sharesStorageWith(b.metadata.labels));
+  EXPECT_FALSE(a.metadata.labels.sharesStorageWith(other.metadata.labels));
+  // A reconciler's working copy may relabel its pod; the cached ones keep theirs.
+  core::Pod copy = b;
+  copy.metadata.labels.insert_or_assign("app", "moved");
+  EXPECT_EQ(a.metadata.labels.at("app"), "web");
+  EXPECT_EQ(b.metadata.labels.at("app"), "web");
+}
+
 TEST(GatewayPod, OnlyAReplicaSetOfTheGatewayDeploymentMakesOne) {
   core::Pod pod = podWithEverything();  // controlled by ReplicaSet web-5d4f
   pod.metadata.labels.insert_or_assign("pod-template-hash", "5d4f");
