@@ -1,5 +1,7 @@
 #include "pkg/controller/controller.h"
 
+#include <algorithm>
+
 #include <boost/asio/co_spawn.hpp>
 #include <spdlog/spdlog.h>
 
@@ -168,6 +170,23 @@ std::vector<controllerruntime::Runnable*> MainController::subcontrollers() const
   return out;
 }
 
+bool poolUpdateMattersToPolicies(const v1alpha1::IPAMPool& oldPool,
+                                 const v1alpha1::IPAMPool& newPool) {
+  const auto& o = oldPool.metadata;
+  const auto& n = newPool.metadata;
+  if (o.uid != n.uid || o.generation != n.generation || o.labels != n.labels ||
+      o.deletionTimestamp.has_value() != n.deletionTimestamp.has_value() ||
+      !(oldPool.spec == newPool.spec)) {
+    return true;
+  }
+  const auto& oc = oldPool.status.conditions;
+  const auto& nc = newPool.status.conditions;
+  return !std::equal(oc.begin(), oc.end(), nc.begin(), nc.end(),
+                     [](const meta::Condition& a, const meta::Condition& b) {
+                       return a.type == b.type && a.status == b.status && a.reason == b.reason;
+                     });
+}
+
 Result<Ok, std::string> MainController::wireCrossTriggers() {
   using controllerruntime::enqueueMapped;
   Cache* cache = cache_.get();
@@ -179,19 +198,21 @@ Result<Ok, std::string> MainController::wireCrossTriggers() {
       regs.emplace_back(reg.error().message());
     }
   };
-  check(cache->pools().addEventHandler(
-      enqueueMapped<v1alpha1::IPAMPool>(policies, [cache](const v1alpha1::IPAMPool& p) {
-        return cache->policyKeysUsingPool(p.metadata.name);
-      })));
+  check(cache->pools().addEventHandler(enqueueMapped<v1alpha1::IPAMPool>(
+      policies,
+      [cache](const v1alpha1::IPAMPool& p) { return cache->policyKeysUsingPool(p.metadata.name); },
+      poolUpdateMattersToPolicies)));
   // Overlaps are pairwise: any pool's change may change another's Overlapping condition.
-  check(cache->pools().addEventHandler(
-      enqueueMapped<v1alpha1::IPAMPool>(pools, [cache](const v1alpha1::IPAMPool&) {
+  check(cache->pools().addEventHandler(enqueueMapped<v1alpha1::IPAMPool>(
+      pools,
+      [cache](const v1alpha1::IPAMPool&) {
         std::vector<std::string> names;
         for (const auto& p : cache->allPools()) {
           names.push_back(p->metadata.name);
         }
         return names;
-      })));
+      },
+      poolUpdateMattersToPolicies)));
   check(cache->operatorConfigs().addEventHandler(enqueueMapped<v1alpha1::OperatorConfig>(
       policies, [cache](const v1alpha1::OperatorConfig&) { return cache->allPolicyKeys(); })));
   check(cache->namespaces().addEventHandler(

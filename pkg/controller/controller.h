@@ -40,6 +40,15 @@
 
 namespace egress::controller {
 
+// Whether a pool's update can change what the policies using it (and the other pools, through
+// overlaps) reconcile to: its spec, labels, uid, deletion or conditions (type, status,
+// reason). Its usage counts alone cannot: the allocator, not the pool's status, holds the
+// usage, and a release wakes the policies waiting for the pool itself. Every allocation
+// rewrites a pool's counts; passing those on queued each of the pool's policies once per
+// allocation (43 reconciles per policy for 1,000 policies over 20 pools, measured).
+bool poolUpdateMattersToPolicies(const v1alpha1::IPAMPool& oldPool,
+                                 const v1alpha1::IPAMPool& newPool);
+
 class MainController : public controllerruntime::Runnable {
  public:
   struct Options {

@@ -9,7 +9,12 @@
 //                                 another kind (EnqueueRequestsFromMapFunc); an update queues the
 //                                 keys of the old and of the new object, so a pod that moved from
 //                                 one policy to another reconciles both.
-// Neither filters anything: a resync (an update with the same resourceVersion) reaches the
+//   enqueueMapped<T>(q, map, f)   the same, but an update (a new resourceVersion) for which
+//                                 f(old, new) is false queues nothing: controller-runtime's
+//                                 predicates for what the mapped keys do not read (a pool's
+//                                 usage counts, say: every allocation rewrites them, and each
+//                                 rewrite would queue every policy of the pool).
+// A resync (an update with the same resourceVersion) is never filtered: it reaches the
 // reconcile, which is how periodic re-checks happen.
 #pragma once
 
@@ -40,8 +45,13 @@ cache::EventHandler<T> enqueueForObject(const Enqueuer& queue) {
 template <class T>
 using MapFunc = std::function<std::vector<std::string>(const T& obj)>;
 
+// Whether an update (old, new) can change what the mapped keys' reconciles read.
 template <class T>
-cache::EventHandler<T> enqueueMapped(const Enqueuer& queue, MapFunc<T> map) {
+using UpdateFilter = std::function<bool(const T& oldObj, const T& newObj)>;
+
+template <class T>
+cache::EventHandler<T> enqueueMapped(const Enqueuer& queue, MapFunc<T> map,
+                                     UpdateFilter<T> updateMatters = {}) {
   using Ptr = typename cache::EventHandler<T>::Ptr;
   auto addAll = [queue, map](const T& obj) {
     for (const auto& key : map(obj)) {
@@ -50,7 +60,11 @@ cache::EventHandler<T> enqueueMapped(const Enqueuer& queue, MapFunc<T> map) {
   };
   cache::EventHandler<T> handler;
   handler.onAdd = [addAll](const Ptr& obj, bool) { addAll(*obj); };
-  handler.onUpdate = [addAll](const Ptr& oldObj, const Ptr& obj) {
+  handler.onUpdate = [addAll, updateMatters](const Ptr& oldObj, const Ptr& obj) {
+    if (updateMatters && oldObj->metadata.resourceVersion != obj->metadata.resourceVersion &&
+        !updateMatters(*oldObj, *obj)) {
+      return;
+    }
     addAll(*oldObj);  // the queue collapses keys both map to
     addAll(*obj);
   };

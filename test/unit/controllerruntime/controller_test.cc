@@ -551,6 +551,56 @@ TEST_F(ControllerInformerTest, ResyncEventsCauseReconciles) {
   EXPECT_EQ(p->perKey["owner/v"], 3);
 }
 
+// enqueueMapped's update filter: an update it refuses queues nothing; one it passes queues the
+// old and the new object's keys; a resync (same resourceVersion) is never filtered.
+TEST_F(ControllerTest, EnqueueMappedSkipsUpdatesItsFilterRefusesButNeverAResync) {
+  using cache::testing::TestObject;
+  auto p = processor();
+  auto c = make("filtered", 1, p);
+  startRun(*c);
+  MapFunc<TestObject> toOwner = [](const TestObject& o) {
+    return std::vector<std::string>{"owner/" + o.value};
+  };
+  const std::string labelled = "labelled";
+  auto handler = enqueueMapped<TestObject>(
+      c->enqueuer(), toOwner, [&labelled](const TestObject& a, const TestObject& b) {
+        return a.value != b.value ||
+               a.metadata.labels.contains(labelled) != b.metadata.labels.contains(labelled);
+      });
+  auto thing = [](std::string rv, std::string value, bool label = false) {
+    auto o = std::make_shared<TestObject>();
+    o->metadata.namespace_ = "ns";
+    o->metadata.name = "x";
+    o->metadata.resourceVersion = std::move(rv);
+    o->value = std::move(value);
+    if (label) {
+      o->metadata.labels["labelled"] = "yes";
+    }
+    return std::shared_ptr<const TestObject>(std::move(o));
+  };
+  handler.onUpdate(thing("1", "a"), thing("2", "a"));  // refused
+  poll();
+  EXPECT_TRUE(p->perKey.empty());
+  handler.onUpdate(thing("2", "a"), thing("2", "a"));  // a resync
+  poll();
+  EXPECT_EQ(p->perKey["owner/a"], 1);
+  handler.onUpdate(thing("2", "a"), thing("3", "a", true));  // passed
+  poll();
+  EXPECT_EQ(p->perKey["owner/a"], 2);
+  handler.onUpdate(thing("3", "a"), thing("4", "b"));  // passed: both keys
+  poll();
+  EXPECT_EQ(p->perKey["owner/a"], 3);
+  EXPECT_EQ(p->perKey["owner/b"], 1);
+  // Adds and deletes are never filtered.
+  handler.onAdd(thing("5", "c"), false);
+  handler.onDelete(thing("6", "d"), false);
+  poll();
+  EXPECT_EQ(p->perKey["owner/c"], 1);
+  EXPECT_EQ(p->perKey["owner/d"], 1);
+  c->stop();
+  poll();
+}
+
 // The informers outlive the controller here: their handlers keep firing into a gone controller's
 // Enqueuer, which drops the keys.
 TEST_F(ControllerInformerTest, HandlersOutliveTheController) {

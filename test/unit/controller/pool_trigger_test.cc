@@ -1,0 +1,81 @@
+// poolUpdateMattersToPolicies (controller.h): which IPAMPool updates queue the pool's policies
+// and the other pools. Usage counts alone do not; spec, identity, labels, deletion and
+// condition changes do.
+#include <chrono>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "pkg/controller/controller.h"
+
+namespace egress::controller {
+namespace {
+
+v1alpha1::IPAMPool pool() {
+  v1alpha1::IPAMPool p;
+  p.metadata.name = "blue";
+  p.metadata.uid = "u1";
+  p.metadata.generation = 1;
+  p.metadata.resourceVersion = "10";
+  p.spec.cidrs = {"192.0.2.0/24"};
+  p.status.ipv4 = v1alpha1::IPFamilyCounts{.total = 256, .allocated = 3, .free = 253};
+  p.status.allocated = 3;
+  p.status.observedGeneration = 1;
+  meta::Condition ready;
+  ready.type = "Ready";
+  ready.status = "True";
+  ready.reason = "Valid";
+  ready.message = "3 of 256 allocated";
+  p.status.conditions = {ready};
+  return p;
+}
+
+TEST(PoolUpdateMattersToPolicies, UsageCountsAloneDoNot) {
+  const auto before = pool();
+  auto after = before;
+  after.metadata.resourceVersion = "11";
+  after.status.ipv4->allocated = 4;
+  after.status.ipv4->free = 252;
+  after.status.allocated = 4;
+  // A condition's message and transition time are not what a policy reads.
+  after.status.conditions[0].message = "4 of 256 allocated";
+  after.status.conditions[0].lastTransitionTime = std::chrono::system_clock::now();
+  EXPECT_FALSE(poolUpdateMattersToPolicies(before, after));
+}
+
+TEST(PoolUpdateMattersToPolicies, SpecIdentityLabelsDeletionAndConditionsDo) {
+  const auto before = pool();
+  std::vector<std::pair<const char*, std::function<void(v1alpha1::IPAMPool&)>>> changes = {
+      {"cidrs", [](auto& p) { p.spec.cidrs.push_back("2001:db8::/120"); }},
+      {"exclude", [](auto& p) { p.spec.exclude = {"192.0.2.1"}; }},
+      {"disabled", [](auto& p) { p.spec.disabled = true; }},
+      {"namespaceSelector", [](auto& p) { p.spec.namespaceSelector = meta::LabelSelector{}; }},
+      {"generation", [](auto& p) { p.metadata.generation = 2; }},
+      {"uid", [](auto& p) { p.metadata.uid = "u2"; }},
+      {"labels", [](auto& p) { p.metadata.labels["tier"] = "gold"; }},
+      {"deletion",
+       [](auto& p) { p.metadata.deletionTimestamp = std::chrono::system_clock::now(); }},
+      {"condition status", [](auto& p) { p.status.conditions[0].status = "False"; }},
+      {"condition reason", [](auto& p) { p.status.conditions[0].reason = "Invalid"; }},
+      {"condition added",
+       [](auto& p) {
+         meta::Condition overlapping;
+         overlapping.type = "Overlapping";
+         overlapping.status = "True";
+         overlapping.reason = "OverlapsOlderPool";
+         p.status.conditions.push_back(overlapping);
+       }},
+      {"condition removed", [](auto& p) { p.status.conditions.clear(); }},
+  };
+  for (const auto& [what, change] : changes) {
+    auto after = before;
+    after.metadata.resourceVersion = "11";
+    change(after);
+    EXPECT_TRUE(poolUpdateMattersToPolicies(before, after)) << what;
+  }
+}
+
+}  // namespace
+}  // namespace egress::controller
