@@ -226,6 +226,14 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
   if (key != kSyncKey) {
     co_return ReconcileResult::done();
   }
+  // A restarted agent's first sync waits for its first renewal attempt (the renewer queues a
+  // sync when it ends): before it, the agent would find itself without a fresh Lease and
+  // withdraw, for one sync, every egress IP its predecessor held and announced (measured: 13
+  // kernel changes and back on a holder's restart). After a failed attempt it is fenced, as a
+  // process whose renewals fail should be.
+  if (!renewer_.attempted()) {
+    co_return ReconcileResult::done();
+  }
   const auto resync = ReconcileResult::requeueAfter(options_.resync);
   const meta::Time now = clock().wallNow();
   metrics_.setFenced(!renewer_.freshAt(now));

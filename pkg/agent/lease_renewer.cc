@@ -142,6 +142,10 @@ bool LeaseRenewer::freshAt(meta::Time now) const {
   return state_->lastRenewed && now < *state_->lastRenewed + options_.duration;
 }
 
+bool LeaseRenewer::attempted() const {
+  return state_->lastOk.has_value();
+}
+
 int LeaseRenewer::consecutiveFailures() const {
   return state_->failures;
 }

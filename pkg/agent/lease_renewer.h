@@ -50,6 +50,9 @@ class LeaseRenewer : public controllerruntime::Runnable {
   std::chrono::seconds duration() const { return options_.duration; }
   // Renewed less than the duration before `now`.
   bool freshAt(meta::Time now) const;
+  // The first renewal attempt has ended (either way). Until then this process cannot tell
+  // whether it still holds what its predecessor held; onChange fires when it ends.
+  bool attempted() const;
   // Renewals that failed, in a row and in total.
   int consecutiveFailures() const;
 

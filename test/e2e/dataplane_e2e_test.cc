@@ -257,6 +257,24 @@ class DataplaneE2E : public ::testing::Test {
     return {};
   }
   static std::string nodeAddress(int i) { return "192.168.50.1" + std::to_string(i) + ":"; }
+  // An agent's /metrics, read inside its node's namespace.
+  static std::string agentMetrics(int i) {
+    return output("ip netns exec " + node(i) + " curl -s http://127.0.0.1:9402/metrics");
+  }
+  // What the agents program on node i, in a form two reads compare equal when nothing changed:
+  // the nftables table without its counters (nft -s), the policy rules, every route table, the
+  // proxy ARP/NDP entries and the tunnel's FDB.
+  static std::string kernelState(int i) {
+    const std::string in = "ip netns exec " + node(i) + " ";
+    std::string out;
+    for (const char* cmd :
+         {"nft -s list table inet egw", "ip rule", "ip -6 rule", "ip route show table all",
+          "ip -6 route show table all", "ip neigh show proxy", "ip -6 neigh show proxy",
+          "bridge fdb show dev egw0"}) {
+      out += std::string("## ") + cmd + "\n" + output(in + cmd + " 2>&1");
+    }
+    return out;
+  }
 
   static inline testutil::TempDir* tmp_ = nullptr;
   static inline Operator* operator_ = nullptr;
@@ -281,6 +299,93 @@ TEST_F(DataplaneE2E, SelectedPodsLeaveWithTheEgressIPNonSelectedWithTheirNodesAd
   // does not fire for forwarded pod traffic even without egw (packets_test.cc says so too).
   EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith(egressIP6_ + ":"));
   EXPECT_THAT(connect("p1", "fd00:50::100"), StartsWith(egressIP6_ + ":"));
+}
+
+TEST_F(DataplaneE2E, StrictRpFilterOnEveryNodeDoesNotBreakReplies) {
+  // topology.sh sets all.rp_filter=1 (strict) in every node namespace, as hardened hosts do;
+  // the replies to p3 come back through the tunnel, the agent's symmetric return path.
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_EQ(output("ip netns exec " + node(i) + " sysctl -n net.ipv4.conf.all.rp_filter"), "1\n")
+        << node(i);
+  }
+  const std::string reversePathDrops =
+      "ip netns exec " + node(3) +
+      " nstat -az TcpExtIPReversePathFilter | awk '/TcpExtIPReversePathFilter/ {print $2}'";
+  const std::string before = output(reversePathDrops);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith(egressIP_ + ":"));
+    EXPECT_THAT(connect("p1", "192.168.50.100"), StartsWith(egressIP_ + ":"));
+  }
+  EXPECT_EQ(output(reversePathDrops), before) << "node 3 dropped packets by reverse path";
+}
+
+TEST_F(DataplaneE2E, FullSizeWritesWithDontFragmentComplete) {
+  // 200 writes of 1400 bytes (Linux TCP sets DF) each echoed back: through the tunnel (MTU
+  // 1450 less the outer headers: the agent's MSS clamp or PMTU discovery must make them fit) and
+  // on the holder, both families.
+  EXPECT_THAT(connect("p3", "192.168.50.100", "bulk"), HasSubstr("\nbulk ok"));
+  EXPECT_THAT(connect("p1", "192.168.50.100", "bulk"), HasSubstr("\nbulk ok"));
+  EXPECT_THAT(connect("p3", "fd00:50::100", "bulk"), HasSubstr("\nbulk ok"));
+  EXPECT_THAT(connect("p1", "fd00:50::100", "bulk"), HasSubstr("\nbulk ok"));
+}
+
+TEST_F(DataplaneE2E, ASelectedPodReachedThroughDnatAnswersFromTheAddressDialled) {
+  // A NodePort-like DNAT on node 3 into p3 (selected): the connection is the client's, so its
+  // replies are conntrack replies, which egw neither classifies nor SNATs to the egress IP. The
+  // server in p3 answers with the peer it saw: the external client's own address.
+  const std::string p3 =
+      kubectlOut({"get", "pod", "-n", kNs, "p3", "-o", "jsonpath={.status.podIP}"});
+  ASSERT_FALSE(p3.empty());
+  const std::string rule =
+      "PREROUTING -d 192.168.50.13 -p tcp --dport 30080 -j DNAT "
+      "--to-destination " +
+      p3 + ":8080";
+  sh("ip netns exec " + node(3) + " iptables -t nat -A " + rule);
+  auto server = inNamespace("p3", {"python3", kPackets + "/echo.py", "/dev/null"}, "p3-echo");
+  std::string seen;
+  eventually(
+      [&] {
+        seen = connect("ext", "192.168.50.13", "- 30080");
+        return !seen.starts_with("error:");
+      },
+      10s);
+  EXPECT_THAT(seen, StartsWith("192.168.50.100:")) << "p3 saw the external client";
+  // And p3's own connections still leave with the egress IP.
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith(egressIP_ + ":"));
+  server.reset();
+  sh("ip netns exec " + node(3) + " iptables -t nat -D " + rule);
+}
+
+TEST_F(DataplaneE2E, AnAgentRestartUnderLoadLosesNoLineAndChangesNoRule) {
+  ASSERT_EQ(holder().second, node(1));
+  std::map<int, std::string> before;
+  for (int i = 1; i <= 3; ++i) {
+    before[i] = kernelState(i);
+  }
+  // A connection through the tunnel, one echoed line every 0.2 s for 20 s, each awaited up to
+  // 5 s, while the source node's agent (3) and then the holder's (1) restart.
+  auto held = inNamespace("p3", {"python3", kPackets + "/client.py", "192.168.50.100", "hold:20:5"},
+                          "held");
+  ASSERT_TRUE(eventually([&] { return !held->log().empty(); }, 10s));
+  for (const int i : {3, 1}) {
+    agents_[i]->signal(SIGTERM);
+    EXPECT_TRUE(agents_[i]->reap(20s)) << agents_[i]->log();
+    startAgent(i);
+    // Synced once, and that sync found nothing to change.
+    EXPECT_TRUE(eventually(
+        [&] {
+          return metricSum(agentMetrics(i), "egw_agent_last_successful_sync_timestamp_seconds") > 0;
+        },
+        30s))
+        << agents_[i]->log();
+    EXPECT_EQ(metricSum(agentMetrics(i), "egw_agent_kernel_changes_total"), 0) << agents_[i]->log();
+  }
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(kernelState(i), before[i]) << node(i);
+  }
+  EXPECT_TRUE(held->reap(60s)) << "still holding";
+  EXPECT_THAT(held->log(), StartsWith(egressIP_ + ":"));
+  EXPECT_THAT(held->log(), HasSubstr("\nheld ok")) << held->log();
 }
 
 TEST_F(DataplaneE2E, WithNoLiveHolderConnectionsFailAndTheServerNeverSeesANodeOrPod) {
