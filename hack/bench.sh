@@ -2,7 +2,8 @@
 # `make bench`: starts a local control plane, seeds 10,000 pods, and runs the benchmarks in
 # test/bench against it; prints their numbers (informer: time to sync with and without gzip, RSS
 # and heap bytes per cached pod, events per second, heap allocations and bytes per watch event;
-# REST client; IPAM allocation rate and memory). Everything is torn down at the end.
+# REST client; IPAM allocation rate and memory; the data plane's failover time and tunnel
+# throughput). Everything is torn down at the end.
 # Usage: hack/bench.sh [BUILD_DIR] [PODS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,3 +46,10 @@ mkdir -p "$build/bench"
 /usr/bin/python3 hack/bench-chart.py docs/scale-curve.png "$build/bench/operator_bench.out"
 echo "== IPAM: allocations per second and bytes per allocation (no cluster needed)"
 "$build/test/bench/ipam_bench"
+echo "== the data plane: failover (median of 5) and one TCP stream through the tunnel against routed directly"
+# Its own control plane, operator and agents, in a private network and mount namespace (the test
+# binary re-executes itself under unshare -m -n); the figures are its "[ bench ]" and JSON lines.
+"$build/test/e2e/dataplane_e2e_test" --gtest_also_run_disabled_tests \
+  --gtest_filter='DataplaneE2E.DISABLED_BenchFailoverAndTunnelThroughput' \
+  > "$build/bench/dataplane_bench.out" 2>&1 || { cat "$build/bench/dataplane_bench.out"; exit 1; }
+grep -E '^(\[ bench \]|\{)' "$build/bench/dataplane_bench.out"
