@@ -296,10 +296,11 @@ TEST_F(DataplaneE2E, SelectedPodsLeaveWithTheEgressIPNonSelectedWithTheirNodesAd
   EXPECT_THAT(connect("p2", "192.168.50.100"), StartsWith(nodeAddress(2)));
   EXPECT_THAT(connect("p3b", "192.168.50.100"), StartsWith(nodeAddress(3)));
   EXPECT_THAT(connect("p3", "192.168.50.101"), StartsWith(nodeAddress(3)));
-  // IPv6 the same, but for non-selected pods: the topology's IPv6 MASQUERADE (ip6tables-nft)
-  // does not fire for forwarded pod traffic even without egw (packets_test.cc says so too).
+  // IPv6 the same.
   EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith(egressIP6_ + ":"));
   EXPECT_THAT(connect("p1", "fd00:50::100"), StartsWith(egressIP6_ + ":"));
+  EXPECT_THAT(connect("p2", "fd00:50::100"), StartsWith("fd00:50::12:"));
+  EXPECT_THAT(connect("p3b", "fd00:50::100"), StartsWith("fd00:50::13:"));
 }
 
 TEST_F(DataplaneE2E, StrictRpFilterOnEveryNodeDoesNotBreakReplies) {
@@ -351,10 +352,19 @@ TEST_F(DataplaneE2E, ASelectedPodReachedThroughDnatAnswersFromTheAddressDialled)
       },
       10s);
   EXPECT_THAT(seen, StartsWith("192.168.50.100:")) << "p3 saw the external client";
+  // IPv6 the same: a DNAT of node 3's fd00:50::13 into p3's IPv6.
+  const std::string p3v6 = "fd00:244:3::" + p3.substr(p3.rfind('.') + 1);
+  const std::string rule6 =
+      "PREROUTING -d fd00:50::13 -p tcp --dport 30080 -j DNAT --to-destination [" + p3v6 + "]:8080";
+  sh("ip netns exec " + node(3) + " ip6tables -t nat -A " + rule6);
+  const std::string seen6 = connect("ext", "fd00:50::13", "- 30080");
+  EXPECT_THAT(seen6, StartsWith("fd00:50::100:")) << "p3 saw the external client";
   // And p3's own connections still leave with the egress IP.
   EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith(egressIP_ + ":"));
+  EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith(egressIP6_ + ":"));
   server.reset();
   sh("ip netns exec " + node(3) + " iptables -t nat -D " + rule);
+  sh("ip netns exec " + node(3) + " ip6tables -t nat -D " + rule6);
 }
 
 TEST_F(DataplaneE2E, AnAgentRestartUnderLoadLosesNoLineAndChangesNoRule) {

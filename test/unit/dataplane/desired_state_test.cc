@@ -198,7 +198,7 @@ TEST(DesiredState, IPv6EgressThroughTheTunnelByLinkLocalNextHop) {
   auto& p = v.policies[0];
   p.egressIPs = {ip("fd00:50::200")};
   p.destinations = {cidr("fd00:50::100/120")};
-  p.excluded = {cidr("fd00:244::/48")};
+  p.excluded = {cidr("fd00:244::/32")};
   p.sources = {{ip("fd00:244:3::2"), "n3"}};
   v.gateways = {{"default/egw-web-a", "n1", {ip("fd00:50::200")}, false, false}};
   auto s = compute(v);

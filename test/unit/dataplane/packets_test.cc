@@ -186,11 +186,13 @@ TEST_F(PacketsTest, TheIPMovesToAnotherNodeAndNewConnectionsSeeItThere) {
 }
 
 TEST_F(PacketsTest, IPv6PassesTheSameChecks) {
-  // T14: T1 (through the tunnel, next hop the holder's egw0 link-local), T12, T9; the move is
-  // in TheIPMovesToAnotherNode... Not T3: the topology's IPv6 CNI MASQUERADE (ip6tables-nft)
-  // does not fire for forwarded pod traffic here even without egw, so non-selected IPv6 pods
-  // have no way out to compare with.
+  // T14: T1 (through the tunnel, next hop the holder's egw0 link-local), T3, T12, T9; the move
+  // is in TheIPMovesToAnotherNode...
   EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("fd00:50::200:"));
+  // Not selected: the CNI's IPv6 MASQUERADE, the node's address (the pods are fd00:244:N::/64,
+  // inside the CNI's fd00:244::/32; a /48 there once matched no pod and hid this case).
+  EXPECT_THAT(connect("p2", "fd00:50::100"), StartsWith("fd00:50::12:"));
+  EXPECT_THAT(connect("p3b", "fd00:50::100"), StartsWith("fd00:50::13:"));
   EXPECT_THAT(connect("p3", "fd00:50::100", "bulk"), HasSubstr("\nbulk ok"));
   auto v = cluster();
   v.gateways.clear();
@@ -221,6 +223,13 @@ TEST_F(PacketsTest, ASelectedPodReachedThroughDnatAnswersFromTheNodeNotTheEgress
     return out;
   }();
   EXPECT_THAT(seen, StartsWith("192.168.50.100:")) << "p3 saw ext's own address";
+  // IPv6 the same, into p3's fd00:244:3::2.
+  sh("ip netns exec n3 ip6tables -t nat -A PREROUTING -d fd00:50::13 -p tcp --dport 30080 "
+     "-j DNAT --to-destination [fd00:244:3::2]:8080");
+  EXPECT_THAT(connect("ext", "fd00:50::13", "- 30080"), StartsWith("fd00:50::100:"))
+      << "p3 saw ext's own address";
+  sh("ip netns exec n3 ip6tables -t nat -D PREROUTING -d fd00:50::13 -p tcp --dport 30080 "
+     "-j DNAT --to-destination [fd00:244:3::2]:8080");
   std::system("kill $(cat /run/netns/p3echo.pid)");
   sh("ip netns exec n3 iptables -t nat -D PREROUTING -d 192.168.50.13 -p tcp --dport 30080 "
      "-j DNAT --to-destination 10.244.3.2:8080");

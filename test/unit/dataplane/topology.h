@@ -49,7 +49,7 @@ inline ClusterView dualStackTopology(const std::string& self) {
   p.egressIPs.push_back(ip("fd00:50::200"));
   p.destinations.push_back(cidr("0.0.0.0/0"));
   p.destinations.push_back(cidr("fd00:50::/64"));
-  p.excluded.push_back(cidr("fd00:244::/48"));
+  p.excluded.push_back(cidr("fd00:244::/32"));
   p.sources.push_back({ip("fd00:244:3::2"), "n3"});
   v.gateways[0].egressIPs = p.egressIPs;
   return v;

@@ -57,7 +57,7 @@ for i in 1 2 3; do
     ip -n $n -6 neigh add fe80::f1:ff:fe00:$j lladdr 02:f1:00:00:00:0$j dev flannel.1 \
       nud permanent
   done
-  ip netns exec $n ip6tables -t nat -A POSTROUTING -s fd00:244::/48 ! -d fd00:244::/48 \
+  ip netns exec $n ip6tables -t nat -A POSTROUTING -s fd00:244::/32 ! -d fd00:244::/32 \
     -j MASQUERADE
   ip netns exec $n iptables -t nat -A POSTROUTING -s 10.244.0.0/16 ! -d 10.244.0.0/16 \
     -j MASQUERADE
