@@ -200,6 +200,19 @@ void Agent::announce(const dataplane::DesiredState& want, Clock::TimePoint now) 
       announcing_[e] = Pending{now, kAnnounceRounds};
     }
   }
+  // Released only once the kernel no longer SNATs to them (announce runs after the apply), so
+  // no packet recreates what is deleted here.
+  for (const auto& e : held_) {
+    if (!held.contains(e)) {
+      auto forgot = conntrack_.forget(e);
+      if (forgot) {
+        metrics_.forgotConnections(*forgot);
+        spdlog::info("egw-agent: released {}: {} conntrack entries deleted", e.toString(), *forgot);
+      } else {
+        spdlog::warn("egw-agent: released {}: {}", e.toString(), forgot.error());
+      }
+    }
+  }
   held_ = std::move(held);
   for (auto it = announcing_.begin(); it != announcing_.end();) {
     auto& [e, p] = *it;

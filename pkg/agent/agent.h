@@ -29,6 +29,7 @@
 #include "pkg/cache/shared_informer.h"
 #include "pkg/controllerruntime/controller.h"
 #include "pkg/dataplane/announcer.h"
+#include "pkg/dataplane/conntrack_cleaner.h"
 #include "pkg/dataplane/desired_state.h"
 #include "pkg/dataplane/link_applier.h"
 #include "pkg/dataplane/nft_applier.h"
@@ -82,6 +83,7 @@ class Agent : public controllerruntime::Controller {
   std::unique_ptr<dataplane::NftApplier> nft_;
   dataplane::SysctlApplier sysctls_;
   dataplane::Announcer announcer_;
+  dataplane::ConntrackCleaner conntrack_;
   // Egress IPs being announced: when the next round is due and how many remain.
   struct Pending {
     Clock::TimePoint next;

@@ -27,7 +27,9 @@ AgentMetrics::AgentMetrics(prometheus::Registry& r)
       garps_(counter(r, "egw_agent_garps_sent_total",
                      "Gratuitous ARP and unsolicited neighbour advertisement packets sent.")),
       fenced_(gauge(r, "egw_agent_fenced",
-                    "1 while this agent's own Lease is stale and it holds nothing.")) {}
+                    "1 while this agent's own Lease is stale and it holds nothing.")),
+      forgotten_(counter(r, "egw_agent_conntrack_entries_deleted_total",
+                         "Conntrack entries of egress IPs this node released, deleted.")) {}
 
 void AgentMetrics::syncSucceeded(int policies, int heldIPs, double unixSeconds, int changes) {
   policies_->Set(policies);
@@ -42,6 +44,10 @@ void AgentMetrics::syncFailed() {
 
 void AgentMetrics::announced(int packets) {
   garps_->Increment(packets);
+}
+
+void AgentMetrics::forgotConnections(size_t entries) {
+  forgotten_->Increment(static_cast<double>(entries));
 }
 
 void AgentMetrics::setFenced(bool fenced) {

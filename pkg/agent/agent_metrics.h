@@ -5,6 +5,7 @@
 // ARP / unsolicited NA packets it sent, and whether it is fenced (its own Lease is stale).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <prometheus/counter.h>
@@ -21,6 +22,7 @@ class AgentMetrics {
   void syncFailed();
   void announced(int packets);
   void setFenced(bool fenced);
+  void forgotConnections(size_t entries);
 
  private:
   prometheus::Gauge* policies_;
@@ -30,6 +32,7 @@ class AgentMetrics {
   prometheus::Counter* changes_;
   prometheus::Counter* garps_;
   prometheus::Gauge* fenced_;
+  prometheus::Counter* forgotten_;
 };
 
 }  // namespace egress::agent

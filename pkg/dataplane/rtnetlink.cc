@@ -13,8 +13,8 @@ namespace egress::dataplane {
 using ipam::Address;
 using ipam::Family;
 
-Rtnetlink::Rtnetlink() {
-  nl_ = mnl_socket_open(NETLINK_ROUTE);
+Rtnetlink::Rtnetlink(int protocol) {
+  nl_ = mnl_socket_open(protocol);
   if (nl_ == nullptr || mnl_socket_bind(nl_, 0, MNL_SOCKET_AUTOPID) < 0) {
     openError_ = std::string("rtnetlink: ") + std::strerror(errno);
     return;

@@ -29,7 +29,9 @@ class Rtnetlink {
  public:
   using Callback = int (*)(const nlmsghdr*, void*);
 
-  Rtnetlink();
+  // `protocol` is the netlink family: NETLINK_ROUTE (0) for the appliers, NETLINK_NETFILTER
+  // for conntrack_cleaner.h (the request/ack loop is the same).
+  explicit Rtnetlink(int protocol = 0);
   ~Rtnetlink();
   Rtnetlink(const Rtnetlink&) = delete;
   Rtnetlink& operator=(const Rtnetlink&) = delete;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "pkg/dataplane/announcer.h"
+#include "pkg/dataplane/conntrack_cleaner.h"
 #include "pkg/dataplane/link_applier.h"
 #include "pkg/dataplane/nft_applier.h"
 #include "pkg/dataplane/routing_applier.h"
@@ -27,6 +28,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
+using testing::ip;
 using testing::output;
 using testing::sh;
 
@@ -254,6 +256,42 @@ TEST_F(PacketsTest, ASelectedPodReachedThroughDnatAnswersFromTheNodeNotTheEgress
   std::system("kill $(cat /run/netns/p3echo.pid)");
   sh("ip netns exec n3 iptables -t nat -D PREROUTING -d 192.168.50.13 -p tcp --dport 30080 "
      "-j DNAT --to-destination 10.244.3.2:8080");
+}
+
+TEST_F(PacketsTest, ReleasingAnEgressIPDeletesTheConnectionsItsHolderSNATed) {
+  // dataplane.md §2.5 "Release": n1 SNATs p3's connections to .200 and fd00:50::200; the
+  // cleaner deletes exactly the entries whose reply goes to the IP, open connections included,
+  // and none of another address's.
+  sh("ip netns exec p3 python3 " + kDir + "/client.py 192.168.50.100 hold:2 > " +
+     "/run/netns/ct.out 2>&1 & echo $! > /run/netns/ct.pid");
+  sh("for i in $(seq 50); do [ -s /run/netns/ct.out ] && break; sleep 0.1; done");
+  EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("fd00:50::200:"));
+  const auto entriesTo = [](const char* ip) {
+    return output(std::string("ip netns exec n1 cat /proc/net/nf_conntrack | grep -c 'dst=") + ip +
+                  " ' || true");
+  };
+  ASSERT_NE(entriesTo("192.168.50.200"), "0\n");
+  // /proc prints IPv6 uncompressed.
+  const char* kV6 = "fd00:0050:0000:0000:0000:0000:0000:0200";
+  ASSERT_NE(entriesTo(kV6), "0\n");
+  const std::string otherBefore = entriesTo("192.168.50.11");
+  inNamespace("n1", [&] {
+    ConntrackCleaner cleaner;
+    auto v4 = cleaner.forget(ip("192.168.50.200"));
+    ASSERT_TRUE(v4.ok()) << v4.error();
+    EXPECT_GE(*v4, 1U);
+    auto v6 = cleaner.forget(ip("fd00:50::200"));
+    ASSERT_TRUE(v6.ok()) << v6.error();
+    EXPECT_GE(*v6, 1U);
+    auto none = cleaner.forget(ip("192.168.50.201"));
+    ASSERT_TRUE(none.ok()) << none.error();
+    EXPECT_EQ(*none, 0U);
+  });
+  // No IPv6 connection is open, so none is left; the held IPv4 one's next packet may make a
+  // fresh entry (loose pickup), so only its count of deletions is checked above.
+  EXPECT_EQ(entriesTo(kV6), "0\n");
+  EXPECT_EQ(entriesTo("192.168.50.11"), otherBefore);
+  sh("while kill -0 $(cat /run/netns/ct.pid) 2>/dev/null; do sleep 0.2; done");
 }
 
 TEST_F(PacketsTest, ARestartedAgentChangesNothingAndAnOpenConnectionLosesNoLine) {

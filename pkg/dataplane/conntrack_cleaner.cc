@@ -1,0 +1,87 @@
+#include "pkg/dataplane/conntrack_cleaner.h"
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
+
+namespace egress::dataplane {
+
+using ipam::Address;
+using ipam::Family;
+
+namespace {
+
+nlmsghdr* conntrackMessage(char* buf, uint8_t type, uint16_t flags, Family f) {
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
+  nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | type;
+  nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+  auto* nfg = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(nfgenmsg)));
+  nfg->nfgen_family = static_cast<uint8_t>(addressFamily(f));
+  nfg->version = NFNETLINK_V0;
+  nfg->res_id = 0;
+  return nlh;
+}
+
+struct Dump {
+  Address ip;
+  // The reply tuples (CTA_TUPLE_REPLY's payload) of the entries to delete.
+  std::vector<std::vector<char>> replies;
+};
+
+int onEntry(const nlmsghdr* nlh, void* data) {
+  auto& d = *static_cast<Dump*>(data);
+  Attrs top(CTA_MAX);
+  mnl_attr_parse(nlh, sizeof(nfgenmsg), collectAttr, &top);
+  const nlattr* reply = top[CTA_TUPLE_REPLY];
+  if (reply == nullptr) {
+    return MNL_CB_OK;
+  }
+  Attrs tuple(CTA_TUPLE_MAX);
+  mnl_attr_parse_nested(reply, collectAttr, &tuple);
+  if (tuple[CTA_TUPLE_IP] == nullptr) {
+    return MNL_CB_OK;
+  }
+  Attrs ip(CTA_IP_MAX);
+  mnl_attr_parse_nested(tuple[CTA_TUPLE_IP], collectAttr, &ip);
+  const auto dst =
+      getAddress(ip[d.ip.family == Family::kIPv4 ? CTA_IP_V4_DST : CTA_IP_V6_DST], d.ip.family);
+  if (dst && *dst == d.ip) {
+    const auto* p = static_cast<const char*>(mnl_attr_get_payload(reply));
+    d.replies.emplace_back(p, p + mnl_attr_get_payload_len(reply));
+  }
+  return MNL_CB_OK;
+}
+
+}  // namespace
+
+ConntrackCleaner::ConntrackCleaner() : nl_(NETLINK_NETFILTER) {}
+
+Result<size_t, std::string> ConntrackCleaner::forget(const Address& ip) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  Dump d{ip, {}};
+  auto dumped = nl_.request(conntrackMessage(buf.data(), IPCTNL_MSG_CT_GET, NLM_F_DUMP, ip.family),
+                            onEntry, &d);
+  if (!dumped.ok()) {
+    return unexpected("conntrack dump: " + dumped.error());
+  }
+  size_t deleted = 0;
+  for (const auto& reply : d.replies) {
+    nlmsghdr* nlh = conntrackMessage(buf.data(), IPCTNL_MSG_CT_DELETE, NLM_F_ACK, ip.family);
+    mnl_attr_put(nlh, CTA_TUPLE_REPLY | NLA_F_NESTED, reply.size(), reply.data());
+    auto r = nl_.request(nlh, nullptr, nullptr);
+    if (r.ok()) {
+      ++deleted;
+    } else if (r.error().find(std::strerror(ENOENT)) == std::string::npos) {
+      return unexpected("conntrack delete: " + r.error());
+    }
+  }
+  return deleted;
+}
+
+}  // namespace egress::dataplane

@@ -1,0 +1,31 @@
+// File: conntrack_cleaner.h
+//
+// Forgets the connections an egress IP carried once this node no longer holds it
+// (dataplane.md §2.5, "Release"): every conntrack entry whose reply tuple is addressed to the IP,
+// that is every connection this node SNATed to it, is deleted through ctnetlink. Left in place
+// they would pin the NAT binding and its ports after the nft SNAT rule is gone, and, if the IP
+// comes back to this node, meet the new holder's flows with a stale state.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "pkg/base/result.h"
+#include "pkg/dataplane/rtnetlink.h"
+#include "pkg/ipam/address.h"
+
+namespace egress::dataplane {
+
+class ConntrackCleaner {
+ public:
+  ConntrackCleaner();
+
+  // Deletes the entries whose reply destination is `ip`; the number deleted. Entries that end
+  // between the dump and their delete (ENOENT) are not errors.
+  Result<size_t, std::string> forget(const ipam::Address& ip);
+
+ private:
+  Rtnetlink nl_;
+};
+
+}  // namespace egress::dataplane
