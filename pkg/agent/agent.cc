@@ -202,15 +202,23 @@ void Agent::announce(const dataplane::DesiredState& want, Clock::TimePoint now) 
   }
   // Released only once the kernel no longer SNATs to them (announce runs after the apply), so
   // no packet recreates what is deleted here.
+  std::set<ipam::Address> released;
   for (const auto& e : held_) {
     if (!held.contains(e)) {
-      auto forgot = conntrack_.forget(e);
-      if (forgot) {
-        metrics_.forgotConnections(*forgot);
-        spdlog::info("egw-agent: released {}: {} conntrack entries deleted", e.toString(), *forgot);
-      } else {
-        spdlog::warn("egw-agent: released {}: {}", e.toString(), forgot.error());
-      }
+      released.insert(e);
+    }
+  }
+  if (!released.empty()) {
+    std::string names;
+    for (const auto& e : released) {
+      names += (names.empty() ? "" : ", ") + e.toString();
+    }
+    auto forgot = conntrack_.forget(released);
+    if (forgot) {
+      metrics_.forgotConnections(*forgot);
+      spdlog::info("egw-agent: released {}: {} conntrack entries deleted", names, *forgot);
+    } else {
+      spdlog::warn("egw-agent: released {}: {}", names, forgot.error());
     }
   }
   held_ = std::move(held);

@@ -1,7 +1,7 @@
 #include "pkg/dataplane/conntrack_cleaner.h"
 
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <vector>
 
 #include <libmnl/libmnl.h>
@@ -29,7 +29,8 @@ nlmsghdr* conntrackMessage(char* buf, uint8_t type, uint16_t flags, Family f) {
 }
 
 struct Dump {
-  Address ip;
+  Family family;
+  const std::set<Address>& ips;
   // The reply tuples (CTA_TUPLE_REPLY's payload) of the entries to delete.
   std::vector<std::vector<char>> replies;
 };
@@ -50,8 +51,8 @@ int onEntry(const nlmsghdr* nlh, void* data) {
   Attrs ip(CTA_IP_MAX);
   mnl_attr_parse_nested(tuple[CTA_TUPLE_IP], collectAttr, &ip);
   const auto dst =
-      getAddress(ip[d.ip.family == Family::kIPv4 ? CTA_IP_V4_DST : CTA_IP_V6_DST], d.ip.family);
-  if (dst && *dst == d.ip) {
+      getAddress(ip[d.family == Family::kIPv4 ? CTA_IP_V4_DST : CTA_IP_V6_DST], d.family);
+  if (dst && d.ips.contains(*dst)) {
     const auto* p = static_cast<const char*>(mnl_attr_get_payload(reply));
     d.replies.emplace_back(p, p + mnl_attr_get_payload_len(reply));
   }
@@ -62,23 +63,28 @@ int onEntry(const nlmsghdr* nlh, void* data) {
 
 ConntrackCleaner::ConntrackCleaner() : nl_(NETLINK_NETFILTER) {}
 
-Result<size_t, std::string> ConntrackCleaner::forget(const Address& ip) {
+Result<size_t, std::string> ConntrackCleaner::forget(const std::set<Address>& ips) {
   std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
-  Dump d{ip, {}};
-  auto dumped = nl_.request(conntrackMessage(buf.data(), IPCTNL_MSG_CT_GET, NLM_F_DUMP, ip.family),
-                            onEntry, &d);
-  if (!dumped.ok()) {
-    return unexpected("conntrack dump: " + dumped.error());
-  }
   size_t deleted = 0;
-  for (const auto& reply : d.replies) {
-    nlmsghdr* nlh = conntrackMessage(buf.data(), IPCTNL_MSG_CT_DELETE, NLM_F_ACK, ip.family);
-    mnl_attr_put(nlh, CTA_TUPLE_REPLY | NLA_F_NESTED, reply.size(), reply.data());
-    auto r = nl_.request(nlh, nullptr, nullptr);
-    if (r.ok()) {
-      ++deleted;
-    } else if (r.error().find(std::strerror(ENOENT)) == std::string::npos) {
-      return unexpected("conntrack delete: " + r.error());
+  for (Family f : {Family::kIPv4, Family::kIPv6}) {
+    if (std::none_of(ips.begin(), ips.end(), [f](const Address& a) { return a.family == f; })) {
+      continue;
+    }
+    Dump d{f, ips, {}};
+    auto dumped =
+        nl_.request(conntrackMessage(buf.data(), IPCTNL_MSG_CT_GET, NLM_F_DUMP, f), onEntry, &d);
+    if (!dumped.ok()) {
+      return unexpected("conntrack dump: " + dumped.error());
+    }
+    for (const auto& reply : d.replies) {
+      nlmsghdr* nlh = conntrackMessage(buf.data(), IPCTNL_MSG_CT_DELETE, NLM_F_ACK, f);
+      mnl_attr_put(nlh, CTA_TUPLE_REPLY | NLA_F_NESTED, reply.size(), reply.data());
+      auto r = nl_.request(nlh, nullptr, nullptr);
+      if (r.ok()) {
+        ++deleted;
+      } else if (nl_.lastErrno() != ENOENT) {
+        return unexpected("conntrack delete: " + r.error());
+      }
     }
   }
   return deleted;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <set>
 #include <string>
 
 #include "pkg/base/result.h"
@@ -20,9 +21,10 @@ class ConntrackCleaner {
  public:
   ConntrackCleaner();
 
-  // Deletes the entries whose reply destination is `ip`; the number deleted. Entries that end
+  // Deletes the entries whose reply destination is one of `ips`, with one dump of the table per
+  // family (a fenced node releases all its IPs at once); the number deleted. Entries that end
   // between the dump and their delete (ENOENT) are not errors.
-  Result<size_t, std::string> forget(const ipam::Address& ip);
+  Result<size_t, std::string> forget(const std::set<ipam::Address>& ips);
 
  private:
   Rtnetlink nl_;

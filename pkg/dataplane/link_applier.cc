@@ -219,11 +219,7 @@ Result<Ok, std::string> LinkApplier::send(nlmsghdr* nlh, bool add, const std::st
 
 Result<std::vector<LinkApplier::KernelLink>, std::string> LinkApplier::dumpLinks() {
   char buf[MNL_SOCKET_BUFFER_SIZE];
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
-  nlh->nlmsg_type = RTM_GETLINK;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
-  ifi->ifi_family = AF_UNSPEC;
+  nlmsghdr* nlh = linkMessage(buf, RTM_GETLINK, NLM_F_DUMP, 0);
   LinkDump dump;
   auto r = nl_.request(nlh, linkCallback, &dump);
   if (!r) {
@@ -311,11 +307,7 @@ Result<std::vector<FdbEntry>, std::string> LinkApplier::readFdb() {
 
 Result<Ok, std::string> LinkApplier::createLink(const Link& link) {
   char buf[MNL_SOCKET_BUFFER_SIZE];
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
-  nlh->nlmsg_type = RTM_NEWLINK;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
-  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
-  ifi->ifi_family = AF_UNSPEC;
+  nlmsghdr* nlh = linkMessage(buf, RTM_NEWLINK, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, 0);
   mnl_attr_put_strz(nlh, IFLA_IFNAME, link.name.c_str());
   nlattr* info = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
   mnl_attr_put_strz(nlh, IFLA_INFO_KIND, kindName(link.kind));
@@ -352,12 +344,8 @@ Result<Ok, std::string> LinkApplier::createLink(const Link& link) {
 
 Result<Ok, std::string> LinkApplier::changeLink(int index, const Link& link, const Link* have) {
   char buf[MNL_SOCKET_BUFFER_SIZE];
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
-  nlh->nlmsg_type = RTM_NEWLINK;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
-  ifi->ifi_family = AF_UNSPEC;
-  ifi->ifi_index = index;
+  nlmsghdr* nlh = linkMessage(buf, RTM_NEWLINK, NLM_F_ACK, index);
+  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_get_payload(nlh));
   ifi->ifi_change = IFF_UP;
   ifi->ifi_flags = IFF_UP;
   if (have == nullptr) {
@@ -380,12 +368,7 @@ Result<Ok, std::string> LinkApplier::changeLink(int index, const Link& link, con
 
 Result<Ok, std::string> LinkApplier::deleteLink(int index, const std::string& name) {
   char buf[MNL_SOCKET_BUFFER_SIZE];
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
-  nlh->nlmsg_type = RTM_DELLINK;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
-  ifi->ifi_family = AF_UNSPEC;
-  ifi->ifi_index = index;
+  nlmsghdr* nlh = linkMessage(buf, RTM_DELLINK, NLM_F_ACK, index);
   auto r = nl_.request(nlh, nullptr, nullptr);
   if (!r) {
     return unexpected("delete link " + name + ": " + r.error());

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <libmnl/libmnl.h>
+#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <sys/socket.h>
 
@@ -29,27 +30,42 @@ Rtnetlink::~Rtnetlink() {
 }
 
 Result<Ok, std::string> Rtnetlink::request(nlmsghdr* nlh, Callback cb, void* data) {
+  lastErrno_ = 0;
   if (!openError_.empty()) {
+    lastErrno_ = EBADF;
     return unexpected(openError_);
   }
   nlh->nlmsg_seq = ++seq_;
   if (mnl_socket_sendto(nl_, nlh, nlh->nlmsg_len) < 0) {
+    lastErrno_ = errno;
     return unexpected(std::string("rtnetlink send: ") + std::strerror(errno));
   }
   std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE * 4);
   for (;;) {
     ssize_t n = mnl_socket_recvfrom(nl_, buf.data(), buf.size());
     if (n < 0) {
+      lastErrno_ = errno;
       return unexpected(std::string("rtnetlink recv: ") + std::strerror(errno));
     }
     int ret = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq_, portid_, cb, data);
     if (ret == MNL_CB_ERROR) {
+      lastErrno_ = errno;
       return unexpected(std::string("rtnetlink: ") + std::strerror(errno));
     }
     if (ret == MNL_CB_STOP) {
       return Ok{};
     }
   }
+}
+
+nlmsghdr* linkMessage(char* buf, uint16_t type, uint16_t flags, int index) {
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
+  nlh->nlmsg_type = type;
+  nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
+  ifi->ifi_family = AF_UNSPEC;
+  ifi->ifi_index = index;
+  return nlh;
 }
 
 int addressFamily(Family f) {

@@ -38,13 +38,21 @@ class Rtnetlink {
 
   // Sends `nlh` (its sequence number is set here) and runs `cb` (may be null) on every reply.
   Result<Ok, std::string> request(nlmsghdr* nlh, Callback cb, void* data);
+  // The errno of the last request that failed (the kernel's answer, or the socket's), 0 after
+  // one that succeeded: callers that accept some answers (ENOENT, EEXIST) test it, not the text.
+  int lastErrno() const { return lastErrno_; }
 
  private:
   mnl_socket* nl_ = nullptr;
   uint32_t portid_ = 0;
   uint32_t seq_ = 0;
+  int lastErrno_ = 0;
   std::string openError_;
 };
+
+// A link message (type RTM_*LINK, `flags` besides NLM_F_REQUEST) for interface `index` (0: none)
+// at the start of `buf`; its ifinfomsg follows the header.
+nlmsghdr* linkMessage(char* buf, uint16_t type, uint16_t flags, int index);
 
 int addressFamily(ipam::Family f);
 void putAddress(nlmsghdr* nlh, uint16_t type, const ipam::Address& a);

@@ -277,13 +277,13 @@ TEST_F(PacketsTest, ReleasingAnEgressIPDeletesTheConnectionsItsHolderSNATed) {
   const std::string otherBefore = entriesTo("192.168.50.11");
   inNamespace("n1", [&] {
     ConntrackCleaner cleaner;
-    auto v4 = cleaner.forget(ip("192.168.50.200"));
+    auto v4 = cleaner.forget({ip("192.168.50.200")});
     ASSERT_TRUE(v4.ok()) << v4.error();
     EXPECT_GE(*v4, 1U);
-    auto v6 = cleaner.forget(ip("fd00:50::200"));
+    auto v6 = cleaner.forget({ip("fd00:50::200")});
     ASSERT_TRUE(v6.ok()) << v6.error();
     EXPECT_GE(*v6, 1U);
-    auto none = cleaner.forget(ip("192.168.50.201"));
+    auto none = cleaner.forget({ip("192.168.50.201"), ip("fd00:50::201")});
     ASSERT_TRUE(none.ok()) << none.error();
     EXPECT_EQ(*none, 0U);
   });
