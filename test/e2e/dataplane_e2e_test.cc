@@ -34,6 +34,7 @@
 #include "test/e2e/testenv/environment.h"
 #include "test/testutil/temp_dir.h"
 #include "test/unit/dataplane/kernel_test_util.h"
+#include <arpa/inet.h>
 #include <unistd.h>
 
 namespace egress::e2e {
@@ -93,6 +94,12 @@ const bool kInPrivateNamespace = [] {
 
 std::string node(int i) {
   return "egress-node-" + std::to_string(i);
+}
+
+// A pod's IPv6 from its IPv4 (10.244.<node>.<n> -> fd00:244:<node>::<n>): the kubelet assigns
+// IPv4 only, and the test reports each pod's IPv6 as a dual-stack CNI would have.
+std::string podIPv6(int nodeIndex, const std::string& ipv4) {
+  return "fd00:244:" + std::to_string(nodeIndex) + "::" + ipv4.substr(ipv4.rfind('.') + 1);
 }
 
 std::string connect(const std::string& pod, const std::string& host, const std::string& mode = "") {
@@ -157,10 +164,7 @@ class DataplaneE2E : public ::testing::Test {
           },
           60s))
           << p.name;
-      // The kubelet assigns IPv4 only; the test adds each pod's IPv6 to its status, as a
-      // dual-stack CNI would have reported it.
-      const std::string ip6 =
-          "fd00:244:" + std::to_string(p.node) + "::" + ip.substr(ip.rfind('.') + 1);
+      const std::string ip6 = podIPv6(p.node, ip);
       auto r = controlPlane().kubectl(
           {"patch", "pod", "-n", kNs, p.name, "--subresource=status", "--type=merge", "-p",
            R"({"status":{"podIPs":[{"ip":")" + ip + R"("},{"ip":")" + ip6 + R"("}]}})"});
@@ -256,6 +260,28 @@ class DataplaneE2E : public ::testing::Test {
       }
     }
     return {};
+  }
+  // An IPv6 address as /proc/net/nf_conntrack prints it: every group in four digits.
+  static std::string procAddress(const std::string& ip6) {
+    in6_addr a{};
+    EXPECT_EQ(inet_pton(AF_INET6, ip6.c_str(), &a), 1) << ip6;
+    std::string out;
+    for (int i = 0; i < 16; i += 2) {
+      char g[6];
+      std::snprintf(g, sizeof g, "%02x%02x", a.s6_addr[i], a.s6_addr[i + 1]);
+      out += (i == 0 ? "" : ":") + std::string(g);
+    }
+    return out;
+  }
+  // The value of an unlabelled sample in a /metrics text, or -1 without one.
+  static double metricValue(const std::string& text, const std::string& name) {
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.starts_with(name + " ")) {
+        return std::stod(line.substr(name.size() + 1));
+      }
+    }
+    return -1;
   }
   static std::string nodeAddress(int i) { return "192.168.50.1" + std::to_string(i) + ":"; }
   // An agent's /metrics, read inside its node's namespace.
@@ -353,7 +379,7 @@ TEST_F(DataplaneE2E, ASelectedPodReachedThroughDnatAnswersFromTheAddressDialled)
       10s);
   EXPECT_THAT(seen, StartsWith("192.168.50.100:")) << "p3 saw the external client";
   // IPv6 the same: a DNAT of node 3's fd00:50::13 into p3's IPv6.
-  const std::string p3v6 = "fd00:244:3::" + p3.substr(p3.rfind('.') + 1);
+  const std::string p3v6 = podIPv6(3, p3);
   const std::string rule6 =
       "PREROUTING -d fd00:50::13 -p tcp --dport 30080 -j DNAT --to-destination [" + p3v6 + "]:8080";
   sh("ip netns exec " + node(3) + " ip6tables -t nat -A " + rule6);
@@ -480,6 +506,55 @@ TEST_F(DataplaneE2E, TheIPMovesOffAKilledHoldersNodeAndALongLivedConnectionKeeps
   EXPECT_THAT(held->log(), HasSubstr("\nheld ok")) << held->log();
   controlPlane().kubectl({"patch", "pod", "-n", kNs, oldPod, "--type=merge", "-p",
                           R"({"metadata":{"finalizers":null}})"});
+}
+
+// dataplane.md §2.5 "Release", through the agent process: the gateway moves off a node whose
+// agent stays alive (node 2, after the failover above, to node 3), and that agent deletes the
+// conntrack entries it SNATed to the egress IPs once its SNAT rules are gone, and counts them.
+TEST_F(DataplaneE2E, ALiveHolderThatLosesTheIPForgetsTheConnectionsItSNATed) {
+  ASSERT_TRUE(eventually(
+      [&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 60s));
+  ASSERT_THAT(connect("p3", "fd00:50::100"), StartsWith(egressIP6_ + ":"));
+  const auto [oldPod, oldNode] = holder();
+  ASSERT_EQ(oldNode, node(2));
+  // The connections just made wait in TIME_WAIT on node 2, SNATed to the egress IPs.
+  const auto entriesTo = [](const std::string& ip) {
+    return std::stoi(output("ip netns exec " + node(2) + " cat /proc/net/nf_conntrack | grep -c " +
+                            "'dst=" + ip + " ' || true"));
+  };
+  const std::string v6 = procAddress(egressIP6_);
+  ASSERT_GE(entriesTo(egressIP_), 1);
+  ASSERT_GE(entriesTo(v6), 1);
+  const double before = metricValue(agentMetrics(2), "egw_agent_conntrack_entries_deleted_total");
+  ASSERT_GE(before, 0) << agentMetrics(2);
+
+  ASSERT_TRUE(controlPlane()
+                  .kubectl({"label", "node", node(3), std::string(kGatewayLabel) + "=true"})
+                  .ok());
+  ASSERT_TRUE(
+      controlPlane().kubectl({"label", "node", node(2), std::string(kGatewayLabel) + "-"}).ok());
+  ASSERT_TRUE(controlPlane().kubectl({"delete", "pod", "-n", kNs, oldPod, "--wait=false"}).ok());
+  EXPECT_TRUE(eventually([&] { return holder().second == node(3); }, 60s));
+  std::string seen;
+  EXPECT_TRUE(eventually(
+      [&] {
+        seen = connect("p3", "192.168.50.100");
+        return seen.starts_with(egressIP_ + ":");
+      },
+      60s))
+      << seen;
+  double after = before;
+  EXPECT_TRUE(eventually(
+      [&] {
+        after = metricValue(agentMetrics(2), "egw_agent_conntrack_entries_deleted_total");
+        return after >= before + 2;
+      },
+      30s))
+      << after << "\n"
+      << agents_[2]->log();
+  EXPECT_EQ(entriesTo(egressIP_), 0);
+  EXPECT_EQ(entriesTo(v6), 0);
+  EXPECT_THAT(agents_[2]->log(), HasSubstr("conntrack entries deleted"));
 }
 
 // `make bench`'s data plane figures (hack/bench.sh runs it alone: it is disabled in the test
