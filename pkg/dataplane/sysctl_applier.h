@@ -2,9 +2,12 @@
 //
 // Sets the kernel parameters the data plane needs (kernel_state.h Sysctl: forwarding, the
 // tunnel's rp_filter, proxy_delay and proxy_ndp on the uplink) under /proc/sys, writing only
-// those whose value differs, so a second pass changes nothing. In a pod /proc/sys/net is
-// read-only unless privileged: the chart's init container sets them, and the agent's own pass
-// then finds them set (and names any it could not set).
+// those whose value differs, so a second pass changes nothing. In a pod /proc/sys is read-only
+// unless privileged: the chart's init container sets the global and uplink ones, and the
+// agent's own pass then finds them set. The tunnel's rp_filter cannot be set there (the device
+// exists only once the agent made it), so a per-device IPv4 parameter that /proc refuses is set
+// through rtnetlink instead (IFLA_AF_SPEC/AF_INET/IFLA_INET_CONF, which needs only NET_ADMIN).
+// Whatever neither way could set is named in the error.
 #pragma once
 
 #include <string>
@@ -20,12 +23,15 @@ class SysctlApplier {
   // `root` is /proc/sys; tests point it elsewhere.
   explicit SysctlApplier(std::string root = "/proc/sys") : root_(std::move(root)) {}
 
-  // The number of parameters written.
+  // The number of parameters written; every parameter is tried even after one fails.
   Result<int, std::string> apply(const std::vector<Sysctl>& want);
   // The current value (trailing newline removed), or an error naming the file.
   Result<std::string, std::string> read(const std::string& path) const;
 
  private:
+  // Writes one file; "" or the error (with errno's text).
+  std::string write(const Sysctl& s) const;
+
   std::string root_;
 };
 

@@ -28,6 +28,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include "test/e2e/operator_helpers.h"
 #include "test/e2e/testenv/child_process.h"
@@ -183,7 +184,12 @@ class DataplaneE2E : public ::testing::Test {
     kc.replace(at, loopback.size(), std::string("https://") + kApiAddress + ":");
     agentKubeconfig_ = tmp_->path() + "/agent.kubeconfig";
     std::ofstream(agentKubeconfig_) << kc;
+    renderChartAgent();
     for (int i = 1; i <= 3; ++i) {
+      auto init = chartInit_;
+      init.insert(init.begin(), {"ip", "netns", "exec", node(i)});
+      auto r = testenv::runCommand(init);
+      ASSERT_EQ(r.exitCode, 0) << "the chart's init container on " << node(i) << ": " << r.output;
       startAgent(i);
     }
 
@@ -244,10 +250,45 @@ class DataplaneE2E : public ::testing::Test {
     EXPECT_TRUE(p->error().empty()) << p->error();
     return p;
   }
+  // The chart's agent DaemonSet, rendered by helm: its init container's command (run in each
+  // node's namespace before the agent starts) and its container's capabilities (the only ones
+  // the agents here get).
+  static void renderChartAgent() {
+    const std::string h = tmp_->path() + "/helm";
+    const std::string rendered = tmp_->path() + "/agent-daemonset.yaml";
+    // stdout alone is the YAML (helm warns on stderr).
+    auto r = testenv::runCommand(
+        {"/bin/sh", "-c", "exec \"$0\" \"$@\" > " + rendered, controlPlane().dir() + "/bin/helm",
+         "template", "egw", testenv::sourceDir() + "/deploy/helm/egress-gateway-operator", "--set",
+         "agent.enabled=true", "--show-only", "templates/agent-daemonset.yaml"},
+        {"HELM_CACHE_HOME=" + h + "/cache", "HELM_CONFIG_HOME=" + h + "/config",
+         "HELM_DATA_HOME=" + h + "/data"});
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    const YAML::Node ds = YAML::LoadFile(rendered);
+    const YAML::Node spec = ds["spec"]["template"]["spec"];
+    ASSERT_EQ(spec["initContainers"].size(), 1U);
+    chartInit_ = spec["initContainers"][0]["command"].as<std::vector<std::string>>();
+    const YAML::Node sc = spec["containers"][0]["securityContext"];
+    ASSERT_EQ(sc["capabilities"]["drop"][0].as<std::string>(), "ALL");
+    ASSERT_FALSE(sc["allowPrivilegeEscalation"].as<bool>());
+    chartCaps_ = "-all";
+    for (const auto& c : sc["capabilities"]["add"]) {
+      std::string name = c.as<std::string>();
+      std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+      chartCaps_ += ",+" + name;
+    }
+    ASSERT_EQ(chartCaps_, "-all,+net_admin,+net_raw");
+  }
+  // An agent as the chart runs it: /proc/sys read-only (an unprivileged container's), only the
+  // chart's capabilities (root's permitted set is the bounding set), no privilege escalation.
   static void startAgent(int i) {
     agents_[i] = inNamespace(
         node(i),
-        {EGRESS_AGENT_BINARY, "--kubeconfig=" + agentKubeconfig_, "--node-name=" + node(i),
+        {"unshare", "-m", "--propagation", "private", "/bin/sh", "-ec",
+         "mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys; "
+         "exec setpriv --no-new-privs --inh-caps=-all --bounding-set=" +
+             chartCaps_ + " -- \"$@\"",
+         "agent", EGRESS_AGENT_BINARY, "--kubeconfig=" + agentKubeconfig_, "--node-name=" + node(i),
          std::string("--lease-namespace=") + kLeaseNs, "--metrics-bind-address=127.0.0.1:9402",
          "--health-probe-bind-address=127.0.0.1:9403"},
         "agent-" + std::to_string(i));
@@ -308,10 +349,29 @@ class DataplaneE2E : public ::testing::Test {
   static inline std::map<int, std::unique_ptr<testenv::ChildProcess>> agents_;
   static inline std::unique_ptr<testenv::ChildProcess> echo_;
   static inline std::string agentKubeconfig_;
+  static inline std::vector<std::string> chartInit_;
+  static inline std::string chartCaps_;
   static inline std::string egressIP_;
   static inline std::string egressIP6_;
   static inline int started_ = 0;
 };
+
+// The chart's security context is enough: after its init container, agents with only NET_ADMIN
+// and NET_RAW and a read-only /proc/sys set every parameter they need (the tunnel's rp_filter
+// through rtnetlink) and report no sync error.
+TEST_F(DataplaneE2E, AgentsWithTheChartsCapabilitiesSetEverythingTheyNeed) {
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(output("ip netns exec " + node(i) + " sysctl -n net.ipv4.conf.egw0.rp_filter"), "2\n")
+        << node(i);
+    EXPECT_THAT(agents_[i]->log(), Not(HasSubstr("sysctl"))) << agents_[i]->log();
+    EXPECT_EQ(metricValue(agentMetrics(i), "egw_agent_sync_errors_total"), 0) << agentMetrics(i);
+    // The process is egw-agent itself (every wrapper exec'd it) with NET_ADMIN and NET_RAW only.
+    const std::string proc = "/proc/" + std::to_string(agents_[i]->pid());
+    EXPECT_EQ(output("readlink " + proc + "/exe"), std::string(EGRESS_AGENT_BINARY) + "\n");
+    EXPECT_EQ(output("grep -E '^Cap(Prm|Eff|Bnd)' " + proc + "/status"),
+              "CapPrm:\t0000000000003000\nCapEff:\t0000000000003000\nCapBnd:\t0000000000003000\n");
+  }
+}
 
 TEST_F(DataplaneE2E, SelectedPodsLeaveWithTheEgressIPNonSelectedWithTheirNodesAddress) {
   ASSERT_EQ(holder().second, node(1));

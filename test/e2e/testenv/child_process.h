@@ -33,6 +33,7 @@ class ChildProcess {
 
   const std::string& error() const { return error_; }
   bool running() const { return pid_ > 0 && !exitStatus_; }
+  pid_t pid() const { return pid_; }
   void signal(int sig) const;
   // Waits up to `timeout` for the process to exit; its wait status, if it did (also later).
   std::optional<int> reap(std::chrono::steady_clock::duration timeout);

@@ -1,7 +1,10 @@
 // Runs in its own network namespace (netns_main.cc, whose /proc/sys/net is its own): sets the
 // sysctls a node's desired state names, reads them back, and checks that a second pass writes
-// nothing and that a parameter the kernel lacks is an error naming it.
+// nothing, that a parameter the kernel lacks is an error naming it, and that with /proc/sys
+// read-only (an unprivileged container) the tunnel's rp_filter is still set.
 #include "pkg/dataplane/sysctl_applier.h"
+
+#include <cstdlib>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -37,6 +40,31 @@ TEST(SysctlApplier, SetsWhatTheNodeNeedsOnceAndReadsItBack) {
   auto again = s.apply(want.kernel.sysctls);
   ASSERT_TRUE(again.ok()) << again.error();
   EXPECT_EQ(*again, 0);
+  ASSERT_TRUE(LinkApplier().removeAll().ok());
+}
+
+TEST(SysctlApplier, WithProcSysReadOnlyTheTunnelsRpFilterIsSetThroughRtnetlink) {
+  // The chart's agent container: NET_ADMIN, /proc/sys read-only. This binary runs in its own
+  // mount namespace (netns_main.cc), so the read-only bind mount ends with it.
+  auto want = testing::desiredOf(testing::dualStackTopology("n3"));
+  ASSERT_TRUE(LinkApplier().apply(want.kernel).ok());
+  sh("sysctl -qw net.ipv4.conf.egw0.rp_filter=0 net.ipv4.ip_forward=1");
+  sh("mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys");
+  ASSERT_NE(std::system("sysctl -qw net.ipv4.conf.egw0.rp_filter=1 2>/dev/null"), 0)
+      << "/proc/sys is not read-only";
+  SysctlApplier s;
+  auto set = s.apply({{"net/ipv4/conf/egw0/rp_filter", "2"}, {"net/ipv4/ip_forward", "1"}});
+  ASSERT_TRUE(set.ok()) << set.error();
+  EXPECT_EQ(*set, 1);
+  EXPECT_EQ(*s.read("net/ipv4/conf/egw0/rp_filter"), "2");
+  // What rtnetlink cannot set is named, and does not stop the others.
+  auto partly = s.apply({{"net/ipv4/ip_forward", "0"}, {"net/ipv4/conf/egw0/rp_filter", "1"}});
+  ASSERT_FALSE(partly.ok());
+  EXPECT_THAT(partly.error(), HasSubstr("net/ipv4/ip_forward = 0"));
+  EXPECT_THAT(partly.error(), HasSubstr("Read-only file system"));
+  EXPECT_EQ(*s.read("net/ipv4/conf/egw0/rp_filter"), "1");
+  EXPECT_EQ(*s.read("net/ipv4/ip_forward"), "1");
+  sh("umount /proc/sys");
   ASSERT_TRUE(LinkApplier().removeAll().ok());
 }
 
