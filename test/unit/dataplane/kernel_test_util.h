@@ -1,9 +1,9 @@
 // File: kernel_test_util.h
 //
 // What the tests that program a kernel (in their own network namespace, netns_main.cc) share:
-// running a shell command, a pod's connection to the echo server, the desired state of a node of
-// the §3 topology, and items as sorted canonical lines to compare what was programmed with what was
-// read back.
+// running a shell command or a function in a node's namespace, a pod's connection to the echo
+// server, the desired state of a node of the §3 topology, and items as sorted canonical lines to
+// compare what was programmed with what was read back.
 #pragma once
 
 #include <algorithm>
@@ -16,8 +16,26 @@
 
 #include "pkg/dataplane/desired_state.h"
 #include "test/unit/dataplane/topology.h"
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
 
 namespace egress::dataplane::testing {
+
+// Runs `fn` with this thread in network namespace `ns` (/run/netns/<ns>; sockets made inside
+// stay there).
+template <typename F>
+void inNetns(const std::string& ns, F fn) {
+  int self = open("/proc/thread-self/ns/net", O_RDONLY);
+  int target = open(("/run/netns/" + ns).c_str(), O_RDONLY);
+  ASSERT_GE(self, 0);
+  ASSERT_GE(target, 0);
+  ASSERT_EQ(setns(target, CLONE_NEWNET), 0) << ns;
+  fn();
+  ASSERT_EQ(setns(self, CLONE_NEWNET), 0);
+  close(target);
+  close(self);
+}
 
 inline void sh(const std::string& cmd) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;

@@ -28,31 +28,18 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
+using testing::inNetns;
 using testing::ip;
 using testing::output;
 using testing::sh;
 
 const std::string kDir = EGRESS_PACKETS_DIR;
 
-// Runs `fn` with this thread in network namespace `ns` (sockets made inside stay there).
-template <typename F>
-void inNamespace(const std::string& ns, F fn) {
-  int self = open("/proc/thread-self/ns/net", O_RDONLY);
-  int target = open(("/run/netns/" + ns).c_str(), O_RDONLY);
-  ASSERT_GE(self, 0);
-  ASSERT_GE(target, 0);
-  ASSERT_EQ(setns(target, CLONE_NEWNET), 0) << ns;
-  fn();
-  ASSERT_EQ(setns(self, CLONE_NEWNET), 0);
-  close(target);
-  close(self);
-}
-
 // What an agent does on `node` for view `v`: compute, apply everything, announce what it holds.
 int program(const std::string& node, ClusterView v) {
   v.self = node;
   int changes = -1;
-  inNamespace(node, [&] {
+  inNetns(node, [&] {
     auto want = testing::desiredOf(v);
     LinkApplier links;
     RoutingApplier routing;
@@ -275,7 +262,7 @@ TEST_F(PacketsTest, ReleasingAnEgressIPDeletesTheConnectionsItsHolderSNATed) {
   const char* kV6 = "fd00:0050:0000:0000:0000:0000:0000:0200";
   ASSERT_NE(entriesTo(kV6), "0\n");
   const std::string otherBefore = entriesTo("192.168.50.11");
-  inNamespace("n1", [&] {
+  inNetns("n1", [&] {
     ConntrackCleaner cleaner;
     auto v4 = cleaner.forget({ip("192.168.50.200")});
     ASSERT_TRUE(v4.ok()) << v4.error();
