@@ -404,15 +404,42 @@ class Builder {
       });
     }
 
+    // After every NAT chain of the hook (the CNI's MASQUERADE at 100 included), so the source
+    // is the translated one: what came in through the tunnel leaves other than by it only with
+    // an egress IP this node holds. A test of "SNATed at all" would let the CNI's masquerade
+    // send it out with the node's address (dataplane_packets_test ANodeThatNoLongerHolds...).
     chain("guard", "filter", "postrouting", 101);
-    rule("guard", "", [&] {
-      ctDirection("original");
-      ctMarkIs(t_.replyMark);
-      e_.matchName("!=", "oifname", tun);
-      e_.match(
-          "!", [&] { e_.ct("status"); }, [&] { w_.String("snat"); });
-      e_.verdict("drop");
-    });
+    for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+      std::vector<std::string> held;
+      for (const auto& eip : t_.egressIPs) {
+        if (eip.held && eip.ip.family == f) {
+          held.push_back(eip.ip.toString());
+        }
+      }
+      rule("guard", "", [&] {
+        e_.match(
+            "==", [&] { e_.meta("nfproto"); },
+            [&] { w_.String(f == ipam::Family::kIPv4 ? "ipv4" : "ipv6"); });
+        ctDirection("original");
+        ctMarkIs(t_.replyMark);
+        e_.matchName("!=", "oifname", tun);
+        if (!held.empty()) {
+          e_.match(
+              "!=", [&] { e_.payload(proto(f), "saddr"); },
+              [&] {
+                w_.StartObject();
+                w_.Key("set");
+                w_.StartArray();
+                for (const auto& ip : held) {
+                  e_.str(ip);
+                }
+                w_.EndArray();
+                w_.EndObject();
+              });
+        }
+        e_.verdict("drop");
+      });
+    }
 
     chain("unmark", "filter", "postrouting", 110);
     rule("unmark", "", [&] {

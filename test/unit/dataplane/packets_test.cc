@@ -163,6 +163,38 @@ TEST_F(PacketsTest, BehindAPathMtuBlackholeTheMssClampStillFitsFullSizeWrites) {
   }
 }
 
+TEST_F(PacketsTest, ANodeThatNoLongerHoldsTheIPDropsTunnelTrafficRatherThanSendItAsItself) {
+  // A source node's stale view (n3 still routes to n1) meets a node that no longer holds the IP:
+  // what came through the tunnel must not leave n1 un-SNATed, where its CNI's MASQUERADE would
+  // send it out with n1's address. Two ways: the IP moved to n2 in n1's view (n1 would route it
+  // on into the tunnel: the forward chain drops tunnel to tunnel), and the policy gone from n1's
+  // view altogether (nothing classifies it: the guard drops it).
+  auto moved = cluster();
+  moved.gateways[0].node = "n2";
+  moved.gateways[0].key = "default/egw-web-b";
+  auto gone = cluster();
+  gone.policies.clear();
+  gone.gateways.clear();
+  for (const auto& [why, view] : {std::pair{"moved", moved}, std::pair{"gone", gone}}) {
+    program("n1", view);
+    sh(": > /tmp/egw-echo-peers.log");
+    EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("error:")) << why;
+    EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("error:")) << why;
+    const auto seen = output("cat /tmp/egw-echo-peers.log");
+    EXPECT_THAT(seen, Not(HasSubstr("192.168.50.1"))) << why << ": " << seen;
+    EXPECT_THAT(seen, Not(HasSubstr("10.244."))) << why << ": " << seen;
+    EXPECT_THAT(seen, Not(HasSubstr("fd00:50::1"))) << why << ": " << seen;
+    EXPECT_THAT(seen, Not(HasSubstr("fd00:244:"))) << why << ": " << seen;
+    // Not even a SYN went out as n1: no connection of p3's was masqueraded to n1's address.
+    const auto masqueraded = output(
+        "ip netns exec n1 grep -E 'src=(10.244.3.2|fd00:0244:0003:0000:0000:0000:0000:0002) .*"
+        "dst=(192.168.50.11|fd00:0050:0000:0000:0000:0000:0000:0011) ' /proc/net/nf_conntrack");
+    EXPECT_EQ(masqueraded, "") << why;
+  }
+  program("n1", cluster());
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
+}
+
 TEST_F(PacketsTest, TheIPMovesToAnotherNodeAndNewConnectionsSeeItThere) {
   // T7 without the agents: n1 is cut off, its gateway pod's IP is annotated on n2's pod, every
   // node is re-programmed and n2 announces (GARP), so ext's neighbour entry moves at once. T8: a
