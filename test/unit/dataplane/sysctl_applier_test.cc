@@ -46,6 +46,8 @@ TEST(SysctlApplier, SetsWhatTheNodeNeedsOnceAndReadsItBack) {
 TEST(SysctlApplier, WithProcSysReadOnlyTheTunnelsRpFilterIsSetThroughRtnetlink) {
   // The chart's agent container: NET_ADMIN, /proc/sys read-only. This binary runs in its own
   // mount namespace (netns_main.cc), so the read-only bind mount ends with it.
+  sh("ip link add eth0 type veth peer name eth0-peer && ip link set eth0 up");
+  sh("ip addr add 192.168.50.13/24 dev eth0");
   auto want = testing::desiredOf(testing::dualStackTopology("n3"));
   ASSERT_TRUE(LinkApplier().apply(want.kernel).ok());
   sh("sysctl -qw net.ipv4.conf.egw0.rp_filter=0 net.ipv4.ip_forward=1");
