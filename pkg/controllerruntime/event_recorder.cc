@@ -1,9 +1,11 @@
 #include "pkg/controllerruntime/event_recorder.h"
 
+#include <algorithm>
 #include <array>
 #include <list>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <boost/asio/co_spawn.hpp>
@@ -84,8 +86,8 @@ Outcome outcomeOf(const kube::Result<rapidjson::Document>& result, const core::E
 
 }  // namespace
 
-// The queue and the writer coroutine. It lives as long as the longer of the recorder and the
-// coroutine, so the coroutine can end safely after the recorder is destroyed.
+// The queue and the writer coroutines. It lives as long as the longest of the recorder and the
+// coroutines, so they can end safely after the recorder is destroyed.
 class EventWriter {
  public:
   struct Write {
@@ -105,8 +107,11 @@ class EventWriter {
         retryInterval_(options.retryInterval),
         random_(options.random),
         wake_(executor),
-        retryTimer_(clock.makeTimer()),
         doneTimer_(clock.makeTimer()) {
+    for (int i = 0; i < std::max(1, options.writers); ++i) {
+      retryTimers_.push_back(clock.makeTimer());
+    }
+    running_ = retryTimers_.size();  // before any writer runs: done_ only once all have ended
     if (!random_) {
       random_ = [rng = std::mt19937(std::random_device{}())]() mutable {
         return std::uniform_real_distribution<double>(0, 1)(rng);
@@ -125,7 +130,9 @@ class EventWriter {
     }
   }
 
-  static net::awaitable<void> run(std::shared_ptr<EventWriter> self);
+  size_t writers() const { return retryTimers_.size(); }
+  // Writer `index` of writers(): takes the oldest queued write whose key has none in flight.
+  static net::awaitable<void> run(std::shared_ptr<EventWriter> self, size_t index);
 
   // Queues the write, or drops (and counts) it.
   void enqueue(core::Event event, std::string key) {
@@ -162,7 +169,7 @@ class EventWriter {
     }
   }
 
-  size_t pending() const { return queue_.size() + (inflight_ ? 1 : 0); }
+  size_t pending() const { return queue_.size() + inflight_.size(); }
   bool closed() const { return closing_ && (abandoned_ || done_); }
 
   // No more waiting for the queue to empty: the writer stops once the write in flight (if any)
@@ -173,7 +180,9 @@ class EventWriter {
     drop(DropReason::Shutdown, queue_.size());
     queue_.clear();
     queuedByKey_.clear();
-    retryTimer_->cancel();
+    for (auto& t : retryTimers_) {
+      t->cancel();
+    }
     wake_.notify();
   }
 
@@ -202,7 +211,12 @@ class EventWriter {
   }
 
  private:
-  net::awaitable<void> writeWithRetries(Write write);
+  net::awaitable<void> writeWithRetries(Write write, Timer& retryTimer);
+  // The oldest queued write whose key has no write in flight, or end().
+  std::list<Write>::iterator nextWritable() {
+    return std::find_if(queue_.begin(), queue_.end(),
+                        [this](const Write& w) { return !inflight_.contains(w.key); });
+  }
   net::awaitable<Outcome> writeOnce(const core::Event& event, bool create);
 
   kube::RestClient* client_;
@@ -214,7 +228,10 @@ class EventWriter {
 
   std::list<Write> queue_;
   std::unordered_map<std::string, std::list<Write>::iterator> queuedByKey_;
-  bool inflight_ = false;
+  // The keys of the writes in flight: a repeat is not sent while its predecessor is (its patch
+  // would find no Event yet, and its create would collide), so each object's Events keep order.
+  std::unordered_set<std::string> inflight_;
+  size_t running_ = 0;  // writer coroutines not yet ended (all are spawned at construction)
   bool queueFullLogged_ = false;
 
   // closing_: shutdown() began; the writer ends when the queue is empty. abandoned_: it ends
@@ -222,39 +239,45 @@ class EventWriter {
   bool closing_ = false;
   bool abandoned_ = false;
   bool done_ = false;
-  Notifier wake_;                      // the queue got a write, or the writer should stop
-  std::unique_ptr<Timer> retryTimer_;  // the writer's sleep between attempts
-  std::unique_ptr<Timer> doneTimer_;   // shutdown()'s wait; the writer cancels it when done
+  Notifier wake_;  // the queue got a write, a key's write ended, or the writers should stop
+  std::vector<std::unique_ptr<Timer>> retryTimers_;  // each writer's sleep between attempts
+  std::unique_ptr<Timer> doneTimer_;  // shutdown()'s wait; the last writer cancels it when done
   std::array<prometheus::Counter*, kDropReasonNames.size()> dropped_{};
 };
 
 // A static function taking its state explicitly: a member coroutine spawned from another
 // coroutine can lose `this` under g++ 12 (README).
-net::awaitable<void> EventWriter::run(std::shared_ptr<EventWriter> self) {
+net::awaitable<void> EventWriter::run(std::shared_ptr<EventWriter> self, size_t index) {
   for (;;) {
-    while (self->queue_.empty() && !self->closing_) {
+    auto next = self->queue_.end();
+    while (!self->abandoned_ && (next = self->nextWritable()) == self->queue_.end() &&
+           !(self->closing_ && self->queue_.empty())) {
       co_await self->wake_.wait();
     }
-    if (self->queue_.empty() || self->abandoned_) {
+    if (self->abandoned_ || next == self->queue_.end()) {
       break;
     }
-    Write write = std::move(self->queue_.front());
+    Write write = std::move(*next);
     self->queuedByKey_.erase(write.key);
-    self->queue_.pop_front();
+    self->queue_.erase(next);
     if (self->queue_.empty()) {
       self->queueFullLogged_ = false;
     }
-    self->inflight_ = true;
-    co_await self->writeWithRetries(std::move(write));
-    self->inflight_ = false;
+    const std::string key = write.key;
+    self->inflight_.insert(key);
+    co_await self->writeWithRetries(std::move(write), *self->retryTimers_[index]);
+    self->inflight_.erase(key);
+    self->wake_.notify();
   }
-  self->done_ = true;
-  self->doneTimer_->cancel();
+  if (--self->running_ == 0) {
+    self->done_ = true;
+    self->doneTimer_->cancel();
+  }
 }
 
 // client-go's recordToSink: up to maxTries attempts, sleeping retryInterval between two (the
 // first sleep a random fraction of it).
-net::awaitable<void> EventWriter::writeWithRetries(Write write) {
+net::awaitable<void> EventWriter::writeWithRetries(Write write, Timer& retryTimer) {
   for (int tries = 1;; ++tries) {
     const Outcome outcome = co_await writeOnce(write.event, write.create);
     // A create that already exists on a later try is our own earlier try, which reached the
@@ -287,7 +310,7 @@ net::awaitable<void> EventWriter::writeWithRetries(Write write) {
     }
     const auto until = clock_.now() + delay;
     while (!abandoned_ && clock_.now() < until) {
-      co_await retryTimer_->waitUntil(until);
+      co_await retryTimer.waitUntil(until);
     }
     if (abandoned_) {
       drop(DropReason::Shutdown, 1);
@@ -364,7 +387,9 @@ EventRecorder::EventRecorder(const net::any_io_executor& executor, kube::RestCli
   if (!wallNow_) {
     wallNow_ = [&clock] { return clock.wallNow(); };
   }
-  net::co_spawn(executor, EventWriter::run(writer_), rethrowUnhandled);
+  for (size_t i = 0; i < writer_->writers(); ++i) {
+    net::co_spawn(executor, EventWriter::run(writer_, i), rethrowUnhandled);
+  }
 }
 
 EventRecorder::~EventRecorder() {
