@@ -16,22 +16,24 @@ pods=${2:-10000}
 env_out=$(hack/testenv/up.sh --nodes 5 --owner-pid $$ --kubelet "$(testenv_kubelet "$build")")
 eval "$env_out"
 trap 'hack/testenv/down.sh "$TESTENV_DIR"' EXIT
+# Each phase's start, in seconds since the bench began, so a run shows where its time goes.
+phase() { echo "== [${SECONDS} s] $*"; }
 
-echo "== seeding $pods pods, then the informer caching the typed Pod as decoded (no transform)"
+phase "seeding $pods pods, then the informer caching the typed Pod as decoded (no transform)"
 "$build/test/bench/informer_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
   --create "$pods" --transform none --churn 2000
-echo "== the informer with its transform hook (only the fields the operator reads)"
+phase "the informer with its transform hook (only the fields the operator reads)"
 "$build/test/bench/informer_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
   --transform strip --churn 2000
-echo "== the informer with the operator's own pod transform (controller::stripPod)"
+phase "the informer with the operator's own pod transform (controller::stripPod)"
 "$build/test/bench/informer_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
   --transform operator --churn 0
-echo "== the same without gzip-compressed LISTs (RestConfig::disableCompression=true)"
+phase "the same without gzip-compressed LISTs (RestConfig::disableCompression=true)"
 "$build/test/bench/informer_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
   --transform strip --gzip=false --churn 0
-echo "== REST client: list and watch decoding, GETs over one pooled connection"
+phase "REST client: list and watch decoding, GETs over one pooled connection"
 "$build/test/bench/client_bench" --kubeconfig "$KUBECONFIG" --namespace bench --gets 2000
-echo "== the operator: $pods pods cached, 1,000 policies over 20 pools, cold start to every policy Ready, then churn"
+phase "the operator: $pods pods cached, 1,000 policies over 20 pools, cold start to every policy Ready, then churn"
 "$TESTENV_DIR/bin/kubectl" --kubeconfig "$KUBECONFIG" apply -f manifests/ >/dev/null
 "$TESTENV_DIR/bin/kubectl" --kubeconfig "$KUBECONFIG" wait --for condition=established --timeout=60s \
   crd/ipampools.networking.egressgateway.dev crd/egressgatewaypolicies.networking.egressgateway.dev \
@@ -44,12 +46,13 @@ mkdir -p "$build/bench"
   --churn 2000 --churn-pods 100 --churn-rate 20 --scale-curve 1000,5000,10000,20000 \
   | tee "$build/bench/operator_bench.out"
 /usr/bin/python3 hack/bench-chart.py docs/scale-curve.png "$build/bench/operator_bench.out"
-echo "== IPAM: allocations per second and bytes per allocation (no cluster needed)"
+phase "IPAM: allocations per second and bytes per allocation (no cluster needed)"
 "$build/test/bench/ipam_bench"
-echo "== the data plane: failover (median of 5) and one TCP stream through the tunnel against routed directly"
+phase "the data plane: failover (median of 5) and one TCP stream through the tunnel against routed directly"
 # Its own control plane, operator and agents, in a private network and mount namespace (the test
 # binary re-executes itself under unshare -m -n); the figures are its "[ bench ]" and JSON lines.
 "$build/test/e2e/dataplane_e2e_test" --gtest_also_run_disabled_tests \
   --gtest_filter='DataplaneE2E.DISABLED_BenchFailoverAndTunnelThroughput' \
   > "$build/bench/dataplane_bench.out" 2>&1 || { cat "$build/bench/dataplane_bench.out"; exit 1; }
 grep -E '^(\[ bench \]|\{)' "$build/bench/dataplane_bench.out"
+phase "done"

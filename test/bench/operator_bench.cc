@@ -797,6 +797,13 @@ struct ChurnOptions {
   int pods = 100;
 };
 
+// Where the bench's time goes: each phase's start, in seconds since the process began.
+const auto kProcessStart = std::chrono::steady_clock::now();
+void phase(const char* name) {
+  std::printf("phase: %s at=%.0fs\n", name, secondsSince(kProcessStart));
+  std::fflush(stdout);
+}
+
 // The scale curve, after the baseline (seeded pods deleted, policies converged): seeded pods
 // grown to each size in turn, and at each a fresh operator process: time to synced caches,
 // time until every policy is Ready (they are Ready already: this is the read side of a cold
@@ -810,6 +817,7 @@ bool scaleCurve(boost::asio::io_context& ioc, kube::RestClient& client, const st
   int seeded = 0;
   for (const int size : sizes) {
     const auto seedStart = std::chrono::steady_clock::now();
+    phase("scale curve point");
     if (!createPods(ioc, client, ns, seeded, size, 16)) {
       return false;
     }
@@ -912,6 +920,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
       static_cast<unsigned long long>(listed->json), listed->gzip ? "true" : "false",
       listed->podJson, listed->podJsonUnmanaged);
 
+  phase("cold start");
   auto full = coldStart(ioc, *client, binary, kubeconfig, ns, policies, workers);
   if (!full) {
     return 1;
@@ -939,6 +948,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   const double steadyWrites = allWrites(after) - total;
   std::printf("steady_state_60s_writes=%.0f\n", steadyWrites);
   if (churnOptions.changes > 0) {
+    phase("churn");
     auto c = churn(ioc, *client, kubeconfig, ns, full->metricsPort, churnOptions.changes,
                    churnOptions.rate, churnOptions.pods);
     if (!c) {
@@ -965,6 +975,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   // The per-pod figure compares two restarts (every policy Ready already), this one with the
   // seeded pods and the baseline's without: the converged process above also carries what its
   // 10,000-write burst left in the heap, which the baseline (a restart) never had.
+  phase("restart");
   auto restart = coldStart(ioc, *client, binary, kubeconfig, ns, policies, workers);
   if (!restart) {
     return 1;
@@ -977,6 +988,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
       restart->cachedPods, restart->synced, restart->ready, restart->quiet,
       restart->rss / 1048576.0, allWrites(restart->metrics));
 
+  phase("ceiling");
   // The API server's ceiling, with the operator stopped: the same writes by verb.
   const int posts = static_cast<int>(writes(full->metrics, "POST"));
   const int puts = static_cast<int>(writes(full->metrics, "PUT"));
@@ -1000,6 +1012,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   // (only the gateway pods remain) is the baseline, and the difference over the difference in
   // cached pods is the per-pod figure. The whole-process RSS over the pod count also carries the
   // binary, its libraries, the policies and every other cache.
+  phase("deleting the seeded pods, then the baseline");
   if (!deleteSeededPods(ioc, *client, ns)) {
     return 1;
   }
@@ -1010,6 +1023,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   base->op->signal(SIGTERM);
   base->op->reap(60s);
 
+  phase("failover");
   // Failover on the converged baseline (fewer pods to sync: the figure is the lease's timing).
   // Destinations new to this cluster, so that an earlier run's ConfigMap cannot match.
   int serial = static_cast<int>(std::random_device()() % 200);
