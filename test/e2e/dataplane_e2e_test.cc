@@ -202,7 +202,7 @@ class DataplaneE2E : public ::testing::Test {
                               kNs +
                               "\nspec:\n  podSelector:\n    matchLabels: {app: web}\n"
                               "  destinationCIDRs: [192.168.50.96/28, fd00:50::100/120]\n"
-                              "  excludedCIDRs: [192.168.50.101/32]\n"
+                              "  excludedCIDRs: [192.168.50.101/32, fd00:50::101/128]\n"
                               "  egressIP: {pool: egw-dp, ipFamily: DualStack}\n"
                               "  gateway:\n    replicas: 1\n    nodeSelector: {" +
                               kGatewayLabel + ": \"true\"}\n"));
@@ -382,6 +382,7 @@ TEST_F(DataplaneE2E, SelectedPodsLeaveWithTheEgressIPNonSelectedWithTheirNodesAd
   EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith(egressIP6_ + ":"));
   EXPECT_THAT(connect("p1", "fd00:50::100"), StartsWith(egressIP6_ + ":"));
   EXPECT_THAT(connect("p2", "fd00:50::100"), StartsWith("fd00:50::12:"));
+  EXPECT_THAT(connect("p3", "fd00:50::101"), StartsWith("fd00:50::13:")) << "excluded";
   EXPECT_THAT(connect("p3b", "fd00:50::100"), StartsWith("fd00:50::13:"));
 }
 

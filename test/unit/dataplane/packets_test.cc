@@ -228,13 +228,14 @@ TEST_F(PacketsTest, TheIPMovesToAnotherNodeAndNewConnectionsSeeItThere) {
 }
 
 TEST_F(PacketsTest, IPv6PassesTheSameChecks) {
-  // T14: T1 (through the tunnel, next hop the holder's egw0 link-local), T3, T12, T9; the move
-  // is in TheIPMovesToAnotherNode...
+  // T14: T1 (through the tunnel, next hop the holder's egw0 link-local), T3, T4, T12, T9; the
+  // move is in TheIPMovesToAnotherNode...
   EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("fd00:50::200:"));
   // Not selected: the CNI's IPv6 MASQUERADE, the node's address (the pods are fd00:244:N::/64,
   // inside the CNI's fd00:244::/32; a /48 there once matched no pod and hid this case).
   EXPECT_THAT(connect("p2", "fd00:50::100"), StartsWith("fd00:50::12:"));
   EXPECT_THAT(connect("p3b", "fd00:50::100"), StartsWith("fd00:50::13:"));
+  EXPECT_THAT(connect("p3", "fd00:50::101"), StartsWith("fd00:50::13:"));  // excluded
   EXPECT_THAT(connect("p3", "fd00:50::100", "bulk"), HasSubstr("\nbulk ok"));
   auto v = cluster();
   v.gateways.clear();

@@ -41,6 +41,7 @@ TEST(SysctlApplier, SetsWhatTheNodeNeedsOnceAndReadsItBack) {
   ASSERT_TRUE(again.ok()) << again.error();
   EXPECT_EQ(*again, 0);
   ASSERT_TRUE(LinkApplier().removeAll().ok());
+  sh("ip link del eth0");  // the next test, if in this process, makes its own
 }
 
 TEST(SysctlApplier, WithProcSysReadOnlyTheTunnelsRpFilterIsSetThroughRtnetlink) {
@@ -68,6 +69,7 @@ TEST(SysctlApplier, WithProcSysReadOnlyTheTunnelsRpFilterIsSetThroughRtnetlink) 
   EXPECT_EQ(*s.read("net/ipv4/ip_forward"), "1");
   sh("umount /proc/sys");
   ASSERT_TRUE(LinkApplier().removeAll().ok());
+  sh("ip link del eth0");  // the next test, if in this process, makes its own
 }
 
 TEST(SysctlApplier, AParameterTheKernelLacksIsAnErrorNamingIt) {

@@ -50,6 +50,7 @@ inline ClusterView dualStackTopology(const std::string& self) {
   p.destinations.push_back(cidr("0.0.0.0/0"));
   p.destinations.push_back(cidr("fd00:50::/64"));
   p.excluded.push_back(cidr("fd00:244::/32"));
+  p.excluded.push_back(cidr("fd00:50::101/128"));
   p.sources.push_back({ip("fd00:244:3::2"), "n3"});
   v.gateways[0].egressIPs = p.egressIPs;
   return v;

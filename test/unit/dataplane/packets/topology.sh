@@ -11,7 +11,7 @@
 #            MAC: Calico's layout without its proxy_arp, which needs a node default route),
 #            made by pod.sh; none with EGW_PODS=0 (the data plane e2e makes its pods with the
 #            addresses the test kubelet gave them)
-#   ext      .100 and .101 on the underlay, where the echo server runs
+#   ext      .100 and .101 on the underlay (::100 and ::101), where the echo server runs
 # and the same in IPv6: the underlay fd00:50::/64 (nodes ::11-::13, ext ::100), pods
 # fd00:244:N::2 (p3b ::3) routed by the CNI over flannel.1's link-locals, its MASQUERADE too.
 set -eu
@@ -36,6 +36,9 @@ attach ext v-ext
 ip -n ext addr add 192.168.50.100/24 dev eth0
 ip -n ext addr add 192.168.50.101/24 dev eth0
 ip -n ext addr add fd00:50::100/64 dev eth0
+# Deprecated (preferred_lft 0): it receives, but ext's own connections leave from ::100, as
+# they leave from .100 (the primary) in IPv4.
+ip -n ext addr add fd00:50::101/64 dev eth0 preferred_lft 0
 for i in 1 2 3; do
   n=$node$i
   attach $n v-$n
