@@ -75,10 +75,8 @@ int main(int argc, char** argv) {
   flags.addString("reply", reply,
                   "Reply path: symmetric (through the tunnel) or cni (the CNI's own routing).");
   flags.addInt("lease-renew-interval-ms", renewIntervalMs, "How often the Lease is renewed.");
-  flags.addInt(
-      "lease-duration-seconds", leaseDurationS,
-      "Lease duration: after it without a renewal the operator moves what this agent holds; the "
-      "agent itself withdraws it one renew interval earlier.");
+  flags.addInt("lease-duration-seconds", leaseDurationS,
+               "Lease duration: after it without a renewal, this agent withdraws what it holds.");
   flags.addBool("dry-run", dryRun, "Compute the kernel state and report it; change nothing.");
   egress::controllerruntime::ManagerOptions managerOptions;
   managerOptions.metricsBindAddress = ":9402";

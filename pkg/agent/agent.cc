@@ -157,7 +157,7 @@ ClusterView Agent::view(meta::Time now) const {
   }
   // Our own liveness is what the renewer last wrote, not what the informer saw: fencing.
   if (auto last = renewer_.lastRenewed()) {
-    v.leases.push_back({options_.nodeName, *last, renewer_.fencingDeadline()});
+    v.leases.push_back({options_.nodeName, *last, renewer_.duration()});
   }
   return v;
 }

@@ -139,7 +139,7 @@ std::optional<meta::Time> LeaseRenewer::lastRenewed() const {
 }
 
 bool LeaseRenewer::freshAt(meta::Time now) const {
-  return state_->lastRenewed && now < *state_->lastRenewed + fencingDeadline();
+  return state_->lastRenewed && now < *state_->lastRenewed + options_.duration;
 }
 
 bool LeaseRenewer::attempted() const {

@@ -3,12 +3,9 @@
 // The agent's liveness, as the operator and the other agents see it: it renews Lease
 // "egw-agent-<node>" every 2 s with a 6 s duration (dataplane.md §2.5), creating it when it is
 // missing. Not a leader election: every agent holds its own Lease. freshAt() is the fencing
-// input: an agent whose last renewal is older than its fencing deadline must withdraw what it
-// holds, because another node may hold it soon; a fresh process has not renewed yet and so
-// holds nothing until its first renewal succeeds. The deadline is the duration minus one renew
-// interval (4 s of 6 s), as client-go's RenewDeadline is below its LeaseDuration: the agent
-// withdraws (its next sync, 1 s) before the operator can see the Lease expire and move the IP,
-// so no two nodes answer for it at once.
+// input: an agent whose last renewal is older than the duration must withdraw what it holds,
+// because another node may hold it by now; a fresh process has not renewed yet and so holds
+// nothing until its first renewal succeeds.
 #pragma once
 
 #include <chrono>
@@ -50,11 +47,8 @@ class LeaseRenewer : public controllerruntime::Runnable {
 
   // The wall-clock time of the last successful renewal, if any.
   std::optional<meta::Time> lastRenewed() const;
-  // The duration minus one renew interval.
-  std::chrono::milliseconds fencingDeadline() const {
-    return options_.duration - options_.renewInterval;
-  }
-  // Renewed less than the fencing deadline before `now`.
+  std::chrono::seconds duration() const { return options_.duration; }
+  // Renewed less than the duration before `now`.
   bool freshAt(meta::Time now) const;
   // The first renewal attempt has ended (either way). Until then this process cannot tell
   // whether it still holds what its predecessor held; onChange fires when it ends.

@@ -66,9 +66,7 @@ struct GatewayPodView {
 struct LeaseView {
   std::string node;
   meta::Time renewTime;
-  // The Lease's duration for other nodes' Leases; for this agent's own, its fencing deadline
-  // (lease_renewer.h), which is shorter.
-  std::chrono::milliseconds duration{0};
+  std::chrono::seconds duration{0};
 
   // Renewed less than `duration` ago.
   bool freshAt(meta::Time now) const { return now < renewTime + duration; }

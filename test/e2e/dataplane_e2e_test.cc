@@ -651,9 +651,9 @@ TEST_F(DataplaneE2E, AHolderCutOffFromTheApiStopsAnsweringForTheIPsWithinItsLeas
       30s);
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // Against the Lease as the API server has it (its last renewal): withdrawn before it expired,
-  // so before the operator could move the IP. Printed, not asserted: a shared machine can delay
-  // the agent's 1 s sync.
+  // Against the Lease as the API server has it (its last renewal): the agent fences once its
+  // Lease is stale, so this is about the 6 s duration plus up to one 1 s sync. Printed, not
+  // asserted: a shared machine can delay the agent's sync.
   const double withdrawnAt =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const auto renewed = kubectlOut(
