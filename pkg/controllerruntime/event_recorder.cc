@@ -229,7 +229,7 @@ class EventWriter {
   std::list<Write> queue_;
   std::unordered_map<std::string, std::list<Write>::iterator> queuedByKey_;
   // The keys of the writes in flight: a repeat is not sent while its predecessor is (its patch
-  // would find no Event yet, and its create would collide), so each object's Events keep order.
+  // would find no Event yet, and its create would collide).
   std::unordered_set<std::string> inflight_;
   size_t running_ = 0;  // writer coroutines not yet ended (all are spawned at construction)
   bool queueFullLogged_ = false;

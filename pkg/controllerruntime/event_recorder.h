@@ -12,13 +12,15 @@
 //
 // Recording never blocks and never fails: event() correlates the event at once (repeats,
 // similar events, spam; see event_correlator.h) and queues the write; `writers` background
-// coroutines write the queue, oldest first, never two writes of one Event at once. Three
+// coroutines write the queue, oldest first, never two writes of one Event (one correlator key)
+// at once, so an Event's create lands before its repeats' patches. Three
 // deliberate differences from client-go, which queues raw events and correlates them in one
 // writer goroutine: spam is refused before it takes queue room; a repeat whose earlier write is
 // still queued replaces that write (count and lastTimestamp are absolute), so a hot loop costs
 // one queue slot and one request; and several writes may be in flight, because with one a slow
 // or retried write holds every later Event back (make bench: 860 Events queued at convergence
-// took 342 s to write one by one). Each object's Events still reach the server in order. What
+// took 342 s to write one by one). Distinct Events of one object may land out of order, as a
+// retried write does in client-go too; each carries its own timestamps. What
 // cannot be written is dropped and counted in event_recorder_dropped_total{reason}:
 //   queue_full         the queue (queueLength writes) was full
 //   spam               the per-object spam filter refused it

@@ -66,6 +66,7 @@ ConntrackCleaner::ConntrackCleaner() : nl_(NETLINK_NETFILTER) {}
 Result<size_t, std::string> ConntrackCleaner::forget(const std::set<Address>& ips) {
   std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
   size_t deleted = 0;
+  std::string errors;
   for (Family f : {Family::kIPv4, Family::kIPv6}) {
     if (std::none_of(ips.begin(), ips.end(), [f](const Address& a) { return a.family == f; })) {
       continue;
@@ -74,7 +75,8 @@ Result<size_t, std::string> ConntrackCleaner::forget(const std::set<Address>& ip
     auto dumped =
         nl_.request(conntrackMessage(buf.data(), IPCTNL_MSG_CT_GET, NLM_F_DUMP, f), onEntry, &d);
     if (!dumped.ok()) {
-      return unexpected("conntrack dump: " + dumped.error());
+      errors += (errors.empty() ? "" : "; ") + ("conntrack dump: " + dumped.error());
+      continue;  // the other family still
     }
     for (const auto& reply : d.replies) {
       nlmsghdr* nlh = conntrackMessage(buf.data(), IPCTNL_MSG_CT_DELETE, NLM_F_ACK, f);
@@ -83,9 +85,13 @@ Result<size_t, std::string> ConntrackCleaner::forget(const std::set<Address>& ip
       if (r.ok()) {
         ++deleted;
       } else if (nl_.lastErrno() != ENOENT) {
-        return unexpected("conntrack delete: " + r.error());
+        errors += (errors.empty() ? "" : "; ") + ("conntrack delete: " + r.error());
+        break;
       }
     }
+  }
+  if (!errors.empty()) {
+    return unexpected(errors + " (" + std::to_string(deleted) + " deleted)");
   }
   return deleted;
 }

@@ -23,7 +23,8 @@ class ConntrackCleaner {
 
   // Deletes the entries whose reply destination is one of `ips`, with one dump of the table per
   // family (a fenced node releases all its IPs at once); the number deleted. Entries that end
-  // between the dump and their delete (ENOENT) are not errors.
+  // between the dump and their delete (ENOENT) are not errors; a family that fails does not
+  // stop the other, and the error names what was deleted.
   Result<size_t, std::string> forget(const std::set<ipam::Address>& ips);
 
  private:

@@ -80,19 +80,16 @@ Result<std::string, std::string> SysctlApplier::read(const std::string& path) co
   return v;
 }
 
-std::string SysctlApplier::write(const Sysctl& s) const {
+int SysctlApplier::write(const Sysctl& s) const {
   const int fd = ::open((root_ + "/" + s.path).c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) {
-    return std::strerror(errno);
+    return errno;
   }
   const std::string line = s.value + "\n";
   const ssize_t n = ::write(fd, line.data(), line.size());
-  const int err = errno;
+  const int err = n < 0 ? errno : (n != static_cast<ssize_t>(line.size()) ? EIO : 0);
   ::close(fd);
-  if (n != static_cast<ssize_t>(line.size())) {
-    return n < 0 ? std::strerror(err) : "short write";
-  }
-  return "";
+  return err;
 }
 
 Result<int, std::string> SysctlApplier::apply(const std::vector<Sysctl>& want) {
@@ -108,12 +105,16 @@ Result<int, std::string> SysctlApplier::apply(const std::vector<Sysctl>& want) {
     if (*have == s.value) {
       continue;
     }
-    std::string written = write(s);
-    if (!written.empty()) {
-      // Read-only /proc/sys (an unprivileged container): rtnetlink, where it can.
-      const std::string viaNetlink = setThroughRtnetlink(s);
-      if (!viaNetlink.empty()) {
-        fail("sysctl " + s.toString() + ": " + written + " (" + viaNetlink + ")");
+    const int err = write(s);
+    if (err != 0) {
+      // Only where /proc refuses for want of privilege (a read-only /proc/sys in an unprivileged
+      // container): a value the kernel rejects (EINVAL) must not pass through rtnetlink, which
+      // checks only the attribute's type and length.
+      const bool refused = err == EROFS || err == EACCES || err == EPERM;
+      const std::string viaNetlink = refused ? setThroughRtnetlink(s) : "";
+      if (!refused || !viaNetlink.empty()) {
+        fail("sysctl " + s.toString() + ": " + std::strerror(err) +
+             (viaNetlink.empty() ? "" : " (" + viaNetlink + ")"));
         continue;
       }
     }

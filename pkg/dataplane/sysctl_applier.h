@@ -29,8 +29,8 @@ class SysctlApplier {
   Result<std::string, std::string> read(const std::string& path) const;
 
  private:
-  // Writes one file; "" or the error (with errno's text).
-  std::string write(const Sysctl& s) const;
+  // Writes one file: 0 or the errno of the failure.
+  int write(const Sysctl& s) const;
 
   std::string root_;
 };

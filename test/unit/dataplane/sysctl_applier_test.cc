@@ -20,7 +20,18 @@ using ::testing::HasSubstr;
 
 using testing::sh;
 
+// Undoes what a test made however it ends (a failed ASSERT returns early), so that the next test
+// in this process starts clean.
+struct Cleanup {
+  ~Cleanup() {
+    std::system(
+        "umount /proc/sys 2>/dev/null; ip link del egw0 2>/dev/null; "
+        "ip link del eth0 2>/dev/null");
+  }
+};
+
 TEST(SysctlApplier, SetsWhatTheNodeNeedsOnceAndReadsItBack) {
+  Cleanup cleanup;
   sh("ip link add eth0 type veth peer name eth0-peer && ip link set eth0 up");
   sh("ip addr add 192.168.50.13/24 dev eth0");
   auto want = testing::desiredOf(testing::dualStackTopology("n3"));
@@ -40,13 +51,18 @@ TEST(SysctlApplier, SetsWhatTheNodeNeedsOnceAndReadsItBack) {
   auto again = s.apply(want.kernel.sysctls);
   ASSERT_TRUE(again.ok()) << again.error();
   EXPECT_EQ(*again, 0);
+  // A value the kernel refuses is an error, never set another way (rtnetlink would take it).
+  auto bad = s.apply({{"net/ipv4/conf/egw0/rp_filter", "4294967295"}});  // above INT_MAX
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error(), HasSubstr("Invalid argument"));
+  EXPECT_EQ(*s.read("net/ipv4/conf/egw0/rp_filter"), "2");
   ASSERT_TRUE(LinkApplier().removeAll().ok());
-  sh("ip link del eth0");  // the next test, if in this process, makes its own
 }
 
 TEST(SysctlApplier, WithProcSysReadOnlyTheTunnelsRpFilterIsSetThroughRtnetlink) {
   // The chart's agent container: NET_ADMIN, /proc/sys read-only. This binary runs in its own
   // mount namespace (netns_main.cc), so the read-only bind mount ends with it.
+  Cleanup cleanup;
   sh("ip link add eth0 type veth peer name eth0-peer && ip link set eth0 up");
   sh("ip addr add 192.168.50.13/24 dev eth0");
   auto want = testing::desiredOf(testing::dualStackTopology("n3"));
@@ -67,9 +83,7 @@ TEST(SysctlApplier, WithProcSysReadOnlyTheTunnelsRpFilterIsSetThroughRtnetlink) 
   EXPECT_THAT(partly.error(), HasSubstr("Read-only file system"));
   EXPECT_EQ(*s.read("net/ipv4/conf/egw0/rp_filter"), "1");
   EXPECT_EQ(*s.read("net/ipv4/ip_forward"), "1");
-  sh("umount /proc/sys");
   ASSERT_TRUE(LinkApplier().removeAll().ok());
-  sh("ip link del eth0");  // the next test, if in this process, makes its own
 }
 
 TEST(SysctlApplier, AParameterTheKernelLacksIsAnErrorNamingIt) {
