@@ -187,6 +187,15 @@ bool poolUpdateMattersToPolicies(const v1alpha1::IPAMPool& oldPool,
                      });
 }
 
+bool operatorConfigUpdateMattersToPolicies(const v1alpha1::OperatorConfig& oldConfig,
+                                           const v1alpha1::OperatorConfig& newConfig) {
+  const auto& o = oldConfig.metadata;
+  const auto& n = newConfig.metadata;
+  return o.uid != n.uid || o.generation != n.generation ||
+         o.deletionTimestamp.has_value() != n.deletionTimestamp.has_value() ||
+         !(oldConfig.spec == newConfig.spec);
+}
+
 Result<Ok, std::string> MainController::wireCrossTriggers() {
   using controllerruntime::enqueueMapped;
   Cache* cache = cache_.get();
@@ -214,7 +223,8 @@ Result<Ok, std::string> MainController::wireCrossTriggers() {
       },
       poolUpdateMattersToPolicies)));
   check(cache->operatorConfigs().addEventHandler(enqueueMapped<v1alpha1::OperatorConfig>(
-      policies, [cache](const v1alpha1::OperatorConfig&) { return cache->allPolicyKeys(); })));
+      policies, [cache](const v1alpha1::OperatorConfig&) { return cache->allPolicyKeys(); },
+      operatorConfigUpdateMattersToPolicies)));
   check(cache->namespaces().addEventHandler(
       enqueueMapped<core::Namespace>(policies, [cache](const core::Namespace& ns) {
         return cache->policyKeysInNamespace(ns.metadata.name);

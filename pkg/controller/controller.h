@@ -49,6 +49,13 @@ namespace egress::controller {
 bool poolUpdateMattersToPolicies(const v1alpha1::IPAMPool& oldPool,
                                  const v1alpha1::IPAMPool& newPool);
 
+// Whether an OperatorConfig's update can change what any policy reconciles to: its spec, uid or
+// deletion. Its status cannot (no policy reads it), and the status summary is rewritten after
+// policies' status writes: passing those on queued every policy again after each summary
+// (75 summaries and 88 reconciles per policy for 1,000 policies and 10,000 pods, measured).
+bool operatorConfigUpdateMattersToPolicies(const v1alpha1::OperatorConfig& oldConfig,
+                                           const v1alpha1::OperatorConfig& newConfig);
+
 class MainController : public controllerruntime::Runnable {
  public:
   struct Options {

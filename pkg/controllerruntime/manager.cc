@@ -33,8 +33,6 @@ namespace {
 constexpr std::chrono::milliseconds kSyncPollPeriod{100};
 // The EventRecorder gets what is left of the graceful timeout to flush, and at least this.
 constexpr std::chrono::seconds kMinEventFlush{1};
-// Free heap goes back to the kernel this often (heap_scavenger.h), whether leading or not.
-constexpr std::chrono::seconds kHeapReleasePeriod{30};
 
 std::string joinNames(const std::vector<std::string>& names) {
   return fmt::format("{}", fmt::join(names, ", "));
@@ -446,7 +444,7 @@ Result<std::unique_ptr<Manager>, std::string> Manager::create(const net::any_io_
     s->clock = s->ownedClock.get();
   }
 
-  s->scavenger = std::make_unique<base::HeapScavenger>(*s->clock, kHeapReleasePeriod);
+  s->scavenger = std::make_unique<base::HeapScavenger>(*s->clock, s->options.heapReleasePeriod);
 
   kube::RestConfig config;
   if (deps.restConfig) {

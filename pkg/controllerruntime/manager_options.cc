@@ -34,6 +34,8 @@ void addManagerFlags(cli::FlagSet& flags, ManagerOptions& options) {
   flags.addDuration("sync-period", options.syncPeriod,
                     "How often every cached object is handed to the controllers again (a resync) "
                     "even without a change; 0 turns resyncs off.");
+  flags.addDuration("heap-release-period", options.heapReleasePeriod,
+                    "How often free heap memory is handed back to the kernel.");
 }
 
 Result<Ok, std::string> validateManagerOptions(const ManagerOptions& options) {
@@ -48,6 +50,9 @@ Result<Ok, std::string> validateManagerOptions(const ManagerOptions& options) {
   }
   if (options.syncPeriod.count() < 0) {
     return std::string("--sync-period must not be negative");
+  }
+  if (options.heapReleasePeriod.count() <= 0) {
+    return std::string("--heap-release-period must be greater than zero");
   }
   if (options.gracefulShutdownTimeout.count() < 0) {
     return std::string("--graceful-shutdown-timeout must not be negative");

@@ -117,6 +117,21 @@ boost::asio::awaitable<void> createRange(kube::RestClient* client, std::string n
   ++*done;
 }
 
+boost::asio::awaitable<void> deleteRange(kube::RestClient* client, std::string ns, int from, int to,
+                                         int* failures, int* done) {
+  for (int i = from; i < to; ++i) {
+    const std::string name = "bench-" + std::to_string(i);
+    kube::DeleteOptions opts;
+    opts.gracePeriodSeconds = 0;  // unscheduled: no kubelet has to stop anything
+    auto r = co_await client->remove(kPods, ns, name, std::move(opts));
+    if (!r && !r.error().isNotFound()) {
+      ++*failures;
+      std::fprintf(stderr, "delete %s: %s\n", name.c_str(), r.error().message().c_str());
+    }
+  }
+  ++*done;
+}
+
 void rethrow(const std::exception_ptr& e) {
   if (e) {
     std::rethrow_exception(e);
@@ -243,20 +258,19 @@ std::optional<std::string> ensurePodOwner(boost::asio::io_context& ioc, kube::Re
   return std::string((*owner)["metadata"]["uid"].GetString());
 }
 
-bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
-                int first, int end, int parallel) {
-  auto ownerUid = ensurePodOwner(ioc, client, ns);
-  if (!ownerUid) {
-    return false;
-  }
+namespace {
+
+// Runs make(from, to, &failures, &done) over `parallel` slices of [first, end) at once, until
+// every slice is done; whether none failed.
+template <class Make>
+bool inSlices(boost::asio::io_context& ioc, int first, int end, int parallel, Make make) {
   int failures = 0;
   int done = 0;
   const int per = (std::max(0, end - first) + parallel - 1) / parallel;
   for (int p = 0; p < parallel; ++p) {
     const int from = first + p * per;
     const int to = std::min(end, from + per);
-    boost::asio::co_spawn(ioc, createRange(&client, ns, *ownerUid, from, to, &failures, &done),
-                          rethrow);
+    boost::asio::co_spawn(ioc, make(from, to, &failures, &done), rethrow);
   }
   while (done < parallel) {
     if (ioc.run_one() == 0) {
@@ -264,6 +278,26 @@ bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const st
     }
   }
   return failures == 0;
+}
+
+}  // namespace
+
+bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
+                int first, int end, int parallel) {
+  auto ownerUid = ensurePodOwner(ioc, client, ns);
+  if (!ownerUid) {
+    return false;
+  }
+  return inSlices(ioc, first, end, parallel, [&](int from, int to, int* failures, int* done) {
+    return createRange(&client, ns, *ownerUid, from, to, failures, done);
+  });
+}
+
+bool deletePods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
+                int first, int end, int parallel) {
+  return inSlices(ioc, first, end, parallel, [&](int from, int to, int* failures, int* done) {
+    return deleteRange(&client, ns, from, to, failures, done);
+  });
 }
 
 }  // namespace egress::bench

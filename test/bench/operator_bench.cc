@@ -11,20 +11,23 @@
 //                    does), so their tail outlasts the last status write on a busy server;
 //   writes_per_policy  the operator's POST/PUT/PATCH/DELETE requests (rest_client_requests_total)
 //                    until quiet, divided by the policies, and by verb (at Ready and at quiet);
-//   rss              the operator's resident memory (process_resident_memory_bytes) 31 s after
-//                    quiet (one round of the Manager's heap release past the burst); and per
-//                    cached pod: a restart's (every policy Ready) over the RSS of another
-//                    restart without the seeded pods, over the difference in cached pods.
+//   rss              the operator's resident memory (process_resident_memory_bytes) 3 s after
+//                    quiet (one round of the Manager's heap release past the burst: the bench
+//                    runs it with --heap-release-period=2s); and per cached pod: a restart's
+//                    (every policy Ready) over the RSS of another restart without the seeded
+//                    pods, over the difference in cached pods.
 // Then 60 s of steady state after quiet: writes made meanwhile (the target is 0). Then churn:
 // --churn label flips, paced at --churn-rate, of --churn-pods pods bound to the fake nodes, each
 // moving a pod into or out of policy bench-10's selector; the latency from each flip's PATCH to
 // the update of the policy's ConfigMap that reflects it (matched by its data.sources), p50/p99,
-// and the operator's CPU seconds (process_cpu_seconds_total) per 1,000 flips. Then, with the
-// operator stopped, the API server's ceiling: the operator's POSTs, PUTs and PATCHes until quiet
-// sent again by 16 concurrent workers (ceiling()), and convergence time over that time. Last,
-// failover: two replicas with leader election (15/10/2 s), the leader SIGKILLed, then (a fresh
-// pair) SIGTERMed: when the other holds the Lease, and when a policy change made at the signal
-// reaches its ConfigMap.
+// and the operator's CPU seconds (process_cpu_seconds_total) per 1,000 flips. Then a restart,
+// and, with the operator stopped, the API server's ceiling: the operator's POSTs, PUTs and
+// PATCHes until quiet sent again by 16 concurrent workers (ceiling()), and convergence time over
+// that time. Then the scale curve (--scale-curve): a fresh operator at each seeded-pod count,
+// first up from the seeded pods, then down, and last without any, the baseline (scaleCurve()).
+// Last, failover on the baseline: two replicas with leader election (15/10/2 s), the leader
+// SIGKILLed, then (a fresh pair) SIGTERMed: when the other holds the Lease, and when a policy
+// change made at the signal reaches its ConfigMap.
 //
 //   operator_bench --kubeconfig K --operator build/cmd/egress-operator/egress-operator
 //                  --namespace bench --policies 1000 --pools 20
@@ -172,7 +175,7 @@ std::optional<ColdStart> coldStart(boost::asio::io_context& ioc, kube::RestClien
           binary, "--kubeconfig=" + kubeconfig,
           "--metrics-bind-address=127.0.0.1:" + std::to_string(run.metricsPort),
           "--health-probe-bind-address=127.0.0.1:" + std::to_string(probePort),
-          "--workers=" + std::to_string(workers), "--kube-api-qps=-1"},
+          "--workers=" + std::to_string(workers), "--kube-api-qps=-1", "--heap-release-period=2s"},
       logPath(""));
   if (!run.op->error().empty()) {
     std::fprintf(stderr, "%s\n", run.op->error().c_str());
@@ -226,45 +229,13 @@ std::optional<ColdStart> coldStart(boost::asio::io_context& ioc, kube::RestClien
     std::fprintf(stderr, "the operator never stopped writing (%.0f writes)\n", last);
     return std::nullopt;
   }
-  // The Manager hands free heap back every 30 s (pkg/base/heap_scavenger.h): read the RSS after
-  // one such round past the burst, what the process keeps rather than the burst's leftovers.
-  std::this_thread::sleep_for(31s);
+  // The Manager hands free heap back every --heap-release-period (pkg/base/heap_scavenger.h; 30 s
+  // by default, 2 s here): read the RSS after one such round past the burst, what the process
+  // keeps rather than the burst's leftovers.
+  std::this_thread::sleep_for(3s);
   run.rss = metric(testenv::httpGet(run.metricsPort, "/metrics"), "process_resident_memory_bytes");
   forEachItem(ioc, client, kPodsResource, "", [&](const rapidjson::Value&) { ++run.cachedPods; });
   return run;
-}
-
-// Deletes the pods informer_bench seeded (app=bench) by DELETEs of the collection, and waits
-// until they are gone (they are unscheduled: no kubelet delays their deletion).
-bool deleteSeededPods(boost::asio::io_context& ioc, kube::RestClient& client,
-                      const std::string& ns) {
-  const std::string target = "/api/v1/namespaces/" + ns + "/pods?labelSelector=app%3Dbench";
-  for (int i = 0; i < 600; ++i) {
-    if (i % 30 == 0) {
-      // Deleting 10,000 pods outlasts the server's request timeout (504, or 500 "context
-      // deadline exceeded" from the storage layer, or our own timeout); what it deleted stays
-      // deleted, and the next DELETE goes on with the rest.
-      auto r = testutil::runSync(ioc, client.raw("DELETE", target));
-      if (!r && !r.error().isServerError() && !r.error().isTransport()) {
-        std::fprintf(stderr, "delete the seeded pods: %s\n", r.error().message().c_str());
-        return false;
-      }
-    }
-    // Whether any is left: one item of a labelled LIST, not the whole collection (a full LIST of
-    // 10,000 pods each second slowed the deletion itself: 445 s for delete and baseline).
-    auto page = testutil::runSync(ioc, client.raw("GET", target + "&limit=1"));
-    if (page && page->status == 200) {
-      rapidjson::Document d;
-      d.Parse(page->body.c_str());
-      if (!d.HasParseError() && d.IsObject() && d.HasMember("items") && d["items"].IsArray() &&
-          d["items"].Empty()) {
-        return true;
-      }
-    }
-    std::this_thread::sleep_for(1s);
-  }
-  std::fprintf(stderr, "the seeded pods were not deleted within 600 s\n");
-  return false;
 }
 
 // What the first LIST of the operator's pod informer transfers (resourceVersion=0, served whole
@@ -802,48 +773,104 @@ void phase(const char* name) {
   std::fflush(stdout);
 }
 
-// The scale curve, after the baseline (seeded pods deleted, policies converged): seeded pods
-// grown to each size in turn, and at each a fresh operator process: time to synced caches,
-// time until every policy is Ready (they are Ready already: this is the read side of a cold
-// start) and until it has made no write for 10 s (the ten policies that select every seeded pod
-// have new source pods to count), and its RSS with the RSS per cached pod over the baseline's.
-// One process per size, as a user's restart would be.
-bool scaleCurve(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& binary,
-                const std::string& kubeconfig, const std::string& ns, int policies, int workers,
-                std::vector<int> sizes, const ColdStart& base) {
-  std::sort(sizes.begin(), sizes.end());
+// A point of the scale curve: a fresh operator process (every policy Ready already: this is the
+// read side of a cold start, as a user's restart would be) with `seeded` pods seeded.
+struct ScalePoint {
   int seeded = 0;
+  double seedSeconds = 0;  // creating or deleting the pods that brought the cluster to `seeded`
+  ColdStart run;
+};
+
+std::optional<ScalePoint> scalePoint(boost::asio::io_context& ioc, kube::RestClient& client,
+                                     const std::string& binary, const std::string& kubeconfig,
+                                     const std::string& ns, int policies, int workers, int& seeded,
+                                     int size) {
+  phase("scale curve point");
+  const auto seedStart = std::chrono::steady_clock::now();
+  const bool ok = size > seeded ? createPods(ioc, client, ns, seeded, size, 16)
+                                : deletePods(ioc, client, ns, size, seeded, 16);
+  if (!ok) {
+    return std::nullopt;
+  }
+  ScalePoint p;
+  p.seeded = size;
+  p.seedSeconds = secondsSince(seedStart);
+  seeded = size;
+  auto run = coldStart(ioc, client, binary, kubeconfig, ns, policies, workers);
+  if (!run) {
+    return std::nullopt;
+  }
+  run->op->signal(SIGTERM);
+  run->op->reap(60s);
+  p.run = std::move(*run);
+  return p;
+}
+
+// The scale curve and the baseline, from the `seeded` pods there are now (whose restart,
+// `atSeeded`, is that size's point): first up to each larger size, then down to each smaller one
+// and to none, the baseline. Going up and down once costs far fewer pod writes than seeding each
+// size afresh. The points, by size, and the baseline; nullopt on an error.
+std::optional<std::pair<std::vector<ScalePoint>, ColdStart>> scaleCurve(
+    boost::asio::io_context& ioc, kube::RestClient& client, const std::string& binary,
+    const std::string& kubeconfig, const std::string& ns, int policies, int workers,
+    std::vector<int> sizes, int seeded, ColdStart atSeeded) {
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  const int start = seeded;
+  std::vector<ScalePoint> points;
   for (const int size : sizes) {
-    const auto seedStart = std::chrono::steady_clock::now();
-    phase("scale curve point");
-    if (!createPods(ioc, client, ns, seeded, size, 16)) {
-      return false;
+    if (size > start) {
+      auto p = scalePoint(ioc, client, binary, kubeconfig, ns, policies, workers, seeded, size);
+      if (!p) {
+        return std::nullopt;
+      }
+      points.push_back(std::move(*p));
     }
-    const double seedSeconds = secondsSince(seedStart);
-    seeded = size;
-    auto point = coldStart(ioc, client, binary, kubeconfig, ns, policies, workers);
-    if (!point) {
-      return false;
+  }
+  for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {
+    if (*it < start) {
+      auto p = scalePoint(ioc, client, binary, kubeconfig, ns, policies, workers, seeded, *it);
+      if (!p) {
+        return std::nullopt;
+      }
+      points.push_back(std::move(*p));
     }
-    point->op->signal(SIGTERM);
-    point->op->reap(60s);
-    const int delta = point->cachedPods - base.cachedPods;
-    const double perPod = delta > 0 ? (point->rss - base.rss) / delta : 0.0;
+  }
+  if (std::find(sizes.begin(), sizes.end(), start) != sizes.end()) {
+    ScalePoint p;
+    p.seeded = start;
+    p.run = std::move(atSeeded);
+    points.push_back(std::move(p));
+  }
+  phase("deleting the seeded pods, then the baseline");
+  auto base = scalePoint(ioc, client, binary, kubeconfig, ns, policies, workers, seeded, 0);
+  if (!base) {
+    return std::nullopt;
+  }
+  std::sort(points.begin(), points.end(),
+            [](const ScalePoint& a, const ScalePoint& b) { return a.seeded < b.seeded; });
+  return std::make_pair(std::move(points), std::move(base->run));
+}
+
+void printScaleCurve(const std::vector<ScalePoint>& points, const ColdStart& base, int policies) {
+  for (const auto& point : points) {
+    const auto& r = point.run;
+    const int delta = r.cachedPods - base.cachedPods;
+    const double perPod = delta > 0 ? (r.rss - base.rss) / delta : 0.0;
     std::printf(
         "scale_curve: seeded_pods=%d cached_pods=%d seed_seconds=%.1f time_to_synced=%.2fs "
         "time_to_ready=%.2fs time_to_quiet=%.2fs rss=%.1fMiB rss_per_cached_pod=%.0fB\n",
-        size, point->cachedPods, seedSeconds, point->synced, point->ready, point->quiet,
-        point->rss / 1048576.0, perPod);
+        point.seeded, r.cachedPods, point.seedSeconds, r.synced, r.ready, r.quiet,
+        r.rss / 1048576.0, perPod);
     std::printf(
         "{\"figure\":\"scale_curve\",\"seeded_pods\":%d,\"cached_pods\":%d,"
         "\"policies\":%d,\"seed_seconds\":%.1f,\"time_to_synced_s\":%.2f,"
         "\"time_to_ready_s\":%.2f,\"time_to_quiet_s\":%.2f,\"rss_bytes\":%.0f,"
         "\"baseline_rss_bytes\":%.0f,\"rss_bytes_per_cached_pod\":%.0f}\n",
-        size, point->cachedPods, policies, seedSeconds, point->synced, point->ready, point->quiet,
-        point->rss, base.rss, perPod);
-    std::fflush(stdout);
+        point.seeded, r.cachedPods, policies, point.seedSeconds, r.synced, r.ready, r.quiet, r.rss,
+        base.rss, perPod);
   }
-  return true;
+  std::fflush(stdout);
 }
 
 int run(const std::string& kubeconfig, const std::string& binary, const std::string& ns,
@@ -1009,17 +1036,36 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   // The cost of a cached pod is what it adds: the same cold start again without the seeded pods
   // (only the gateway pods remain) is the baseline, and the difference over the difference in
   // cached pods is the per-pod figure. The whole-process RSS over the pod count also carries the
-  // binary, its libraries, the policies and every other cache.
-  phase("deleting the seeded pods, then the baseline");
-  if (!deleteSeededPods(ioc, *client, ns)) {
+  // binary, its libraries, the policies and every other cache. The baseline comes last of the
+  // scale curve, which goes from the seeded pods up, then down.
+  int seeded = 0;
+  {
+    std::string token;
+    do {
+      kube::ListOptions opts;
+      opts.limit = 500;
+      opts.labelSelector = "app=bench";
+      opts.continueToken = token;
+      auto page = testutil::runSync(ioc, client->list(kPodsResource, ns, opts));
+      if (!page) {
+        std::fprintf(stderr, "list the seeded pods: %s\n", page.error().message().c_str());
+        return 1;
+      }
+      seeded += static_cast<int>((*page)["items"].Size());
+      token.clear();
+      if ((*page)["metadata"].HasMember("continue")) {
+        token = (*page)["metadata"]["continue"].GetString();
+      }
+    } while (!token.empty());
+  }
+  const int restartPods = restart->cachedPods;
+  const double restartRss = restart->rss;
+  auto curve = scaleCurve(ioc, *client, binary, kubeconfig, ns, policies, workers, scaleSizes,
+                          seeded, std::move(*restart));
+  if (!curve) {
     return 1;
   }
-  auto base = coldStart(ioc, *client, binary, kubeconfig, ns, policies, workers);
-  if (!base) {
-    return 1;
-  }
-  base->op->signal(SIGTERM);
-  base->op->reap(60s);
+  const ColdStart& base = curve->second;
 
   phase("failover");
   // Failover on the converged baseline (fewer pods to sync: the figure is the lease's timing).
@@ -1040,11 +1086,11 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
         "\"first_write_s\":%.2f}\n",
         label, f->leaseAcquired, f->firstWrite);
   }
-  const int podDelta = restart->cachedPods - base->cachedPods;
-  const double perPod = podDelta > 0 ? (restart->rss - base->rss) / podDelta : 0.0;
-  const double perPodConverged = podDelta > 0 ? (full->rss - base->rss) / podDelta : 0.0;
-  std::printf("baseline: cached_pods=%d rss=%.1fMiB time_to_synced=%.2fs\n", base->cachedPods,
-              base->rss / 1048576.0, base->synced);
+  const int podDelta = restartPods - base.cachedPods;
+  const double perPod = podDelta > 0 ? (restartRss - base.rss) / podDelta : 0.0;
+  const double perPodConverged = podDelta > 0 ? (full->rss - base.rss) / podDelta : 0.0;
+  std::printf("baseline: cached_pods=%d rss=%.1fMiB time_to_synced=%.2fs\n", base.cachedPods,
+              base.rss / 1048576.0, base.synced);
   std::printf(
       "rss_per_cached_pod=%.0fB (two restarts: the RSS difference over %d more cached pods); "
       "%.0fB with the converged process's RSS instead\n",
@@ -1057,9 +1103,9 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
       "\"baseline_rss_bytes\":%.0f,\"restart_rss_bytes\":%.0f,"
       "\"rss_bytes_per_cached_pod\":%.0f,\"rss_bytes_per_cached_pod_converged\":%.0f}\n",
       policies, full->cachedPods, full->synced, full->ready, full->quiet, total / policies,
-      steadyWrites, full->rss, base->cachedPods, base->rss, restart->rss, perPod, perPodConverged);
-  return scaleCurve(ioc, *client, binary, kubeconfig, ns, policies, workers, scaleSizes, *base) ? 0
-                                                                                                : 1;
+      steadyWrites, full->rss, base.cachedPods, base.rss, restartRss, perPod, perPodConverged);
+  printScaleCurve(curve->first, base, policies);
+  return 0;
 }
 
 }  // namespace

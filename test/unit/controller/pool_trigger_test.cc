@@ -1,6 +1,7 @@
-// poolUpdateMattersToPolicies (controller.h): which IPAMPool updates queue the pool's policies
-// and the other pools. Usage counts alone do not; spec, identity, labels, deletion and
-// condition changes do.
+// poolUpdateMattersToPolicies and operatorConfigUpdateMattersToPolicies (controller.h): which
+// IPAMPool updates queue the pool's policies and the other pools (usage counts alone do not;
+// spec, identity, labels, deletion and condition changes do), and which OperatorConfig updates
+// queue every policy (its spec, identity and deletion; not its status summary).
 #include <chrono>
 #include <functional>
 #include <utility>
@@ -74,6 +75,52 @@ TEST(PoolUpdateMattersToPolicies, SpecIdentityLabelsDeletionAndConditionsDo) {
     after.metadata.resourceVersion = "11";
     change(after);
     EXPECT_TRUE(poolUpdateMattersToPolicies(before, after)) << what;
+  }
+}
+
+v1alpha1::OperatorConfig config() {
+  v1alpha1::OperatorConfig c;
+  c.metadata.name = "default";
+  c.metadata.uid = "c1";
+  c.metadata.generation = 3;
+  c.metadata.resourceVersion = "20";
+  c.spec.gatewayImage = "example.invalid/gw:1";
+  c.spec.clusterCIDRs = {"10.244.0.0/16"};
+  c.status.policies = 10;
+  c.status.readyPolicies = 9;
+  c.status.observedGeneration = 3;
+  return c;
+}
+
+TEST(OperatorConfigUpdateMattersToPolicies, ItsStatusSummaryDoesNot) {
+  const auto before = config();
+  auto after = before;
+  after.metadata.resourceVersion = "21";
+  after.status.readyPolicies = 10;
+  after.status.pools = 2;
+  meta::Condition ready;
+  ready.type = "Ready";
+  ready.status = "True";
+  ready.reason = "Valid";
+  after.status.conditions = {ready};
+  EXPECT_FALSE(operatorConfigUpdateMattersToPolicies(before, after));
+}
+
+TEST(OperatorConfigUpdateMattersToPolicies, SpecIdentityAndDeletionDo) {
+  const auto before = config();
+  std::vector<std::pair<const char*, std::function<void(v1alpha1::OperatorConfig&)>>> changes = {
+      {"gatewayImage", [](auto& c) { c.spec.gatewayImage = "example.invalid/gw:2"; }},
+      {"clusterCIDRs", [](auto& c) { c.spec.clusterCIDRs.push_back("10.96.0.0/12"); }},
+      {"generation", [](auto& c) { c.metadata.generation = 4; }},
+      {"uid", [](auto& c) { c.metadata.uid = "c2"; }},
+      {"deletion",
+       [](auto& c) { c.metadata.deletionTimestamp = std::chrono::system_clock::now(); }},
+  };
+  for (const auto& [what, change] : changes) {
+    auto after = before;
+    after.metadata.resourceVersion = "21";
+    change(after);
+    EXPECT_TRUE(operatorConfigUpdateMattersToPolicies(before, after)) << what;
   }
 }
 

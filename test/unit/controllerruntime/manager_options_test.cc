@@ -36,6 +36,7 @@ TEST(ManagerOptionsTest, DefaultsAreControllerRuntimes) {
   EXPECT_EQ(options.gracefulShutdownTimeout, seconds(30));
   EXPECT_EQ(options.cacheSyncTimeout, minutes(2));
   EXPECT_EQ(options.syncPeriod, std::chrono::hours(10));
+  EXPECT_EQ(options.heapReleasePeriod, seconds(30));
   EXPECT_TRUE(validateManagerOptions(options));
 
   cli::FlagSet flags("test");
@@ -49,12 +50,12 @@ TEST(ManagerOptionsTest, DefaultsAreControllerRuntimes) {
 TEST(ManagerOptionsTest, EveryFlagSetsItsField) {
   ManagerOptions options;
   ASSERT_EQ(
-      parse(options,
-            {"--kubeconfig=/k", "--leader-elect", "--leader-elect-lease-duration=20s",
-             "--leader-elect-renew-deadline=12s", "--leader-elect-retry-period=3s",
-             "--leader-election-id=lock", "--leader-election-namespace=ops",
-             "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
-             "--graceful-shutdown-timeout=1m", "--cache-sync-timeout=500ms", "--sync-period=90s"}),
+      parse(options, {"--kubeconfig=/k", "--leader-elect", "--leader-elect-lease-duration=20s",
+                      "--leader-elect-renew-deadline=12s", "--leader-elect-retry-period=3s",
+                      "--leader-election-id=lock", "--leader-election-namespace=ops",
+                      "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
+                      "--graceful-shutdown-timeout=1m", "--cache-sync-timeout=500ms",
+                      "--sync-period=90s", "--heap-release-period=2s"}),
       "");
   EXPECT_EQ(options.kubeconfig, "/k");
   EXPECT_TRUE(options.leaderElect);
@@ -68,6 +69,7 @@ TEST(ManagerOptionsTest, EveryFlagSetsItsField) {
   EXPECT_EQ(options.gracefulShutdownTimeout, minutes(1));
   EXPECT_EQ(options.cacheSyncTimeout, milliseconds(500));
   EXPECT_EQ(options.syncPeriod, seconds(90));
+  EXPECT_EQ(options.heapReleasePeriod, seconds(2));
   EXPECT_TRUE(validateManagerOptions(options));
 }
 
@@ -84,6 +86,9 @@ TEST(ManagerOptionsTest, InvalidValuesNameTheirFlag) {
   options = {};
   options.syncPeriod = milliseconds(-1);
   EXPECT_THAT(validateManagerOptions(options).error(), HasSubstr("--sync-period"));
+  options = {};
+  options.heapReleasePeriod = milliseconds(0);
+  EXPECT_THAT(validateManagerOptions(options).error(), HasSubstr("--heap-release-period"));
   options = {};
   options.leaderElect = true;
   options.leaderElectionId = "";
