@@ -106,14 +106,15 @@ double allWrites(const std::string& m) {
   return writes(m, "POST") + writes(m, "PUT") + writes(m, "PATCH") + writes(m, "DELETE");
 }
 
-// Every item of a paged LIST.
+// Every item of a paged LIST (of those matching `labelSelector`, if given).
 template <class F>
 bool forEachItem(boost::asio::io_context& ioc, kube::RestClient& client, const kube::Resource& r,
-                 const std::string& ns, F&& f) {
+                 const std::string& ns, F&& f, const std::string& labelSelector = "") {
   std::string token;
   do {
     kube::ListOptions opts;
     opts.limit = 500;
+    opts.labelSelector = labelSelector;
     opts.continueToken = token;
     auto page = testutil::runSync(ioc, client.list(r, ns, opts));
     if (!page) {
@@ -1039,24 +1040,10 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   // binary, its libraries, the policies and every other cache. The baseline comes last of the
   // scale curve, which goes from the seeded pods up, then down.
   int seeded = 0;
-  {
-    std::string token;
-    do {
-      kube::ListOptions opts;
-      opts.limit = 500;
-      opts.labelSelector = "app=bench";
-      opts.continueToken = token;
-      auto page = testutil::runSync(ioc, client->list(kPodsResource, ns, opts));
-      if (!page) {
-        std::fprintf(stderr, "list the seeded pods: %s\n", page.error().message().c_str());
-        return 1;
-      }
-      seeded += static_cast<int>((*page)["items"].Size());
-      token.clear();
-      if ((*page)["metadata"].HasMember("continue")) {
-        token = (*page)["metadata"]["continue"].GetString();
-      }
-    } while (!token.empty());
+  if (!forEachItem(
+          ioc, *client, kPodsResource, ns, [&](const rapidjson::Value&) { ++seeded; },
+          "app=bench")) {
+    return 1;
   }
   const int restartPods = restart->cachedPods;
   const double restartRss = restart->rss;
