@@ -64,6 +64,10 @@ inline constexpr std::string_view kConditionExhausted = "Exhausted";
 inline constexpr std::string_view kConditionOverlapping = "Overlapping";
 inline constexpr std::string_view kConditionValid = "Valid";
 
+// GatewayAvailable's reason, and the Warning Event's, while a gateway object cannot be written
+// (the DeploymentProcessor reports it, the status says it).
+inline constexpr std::string_view kReasonApplyFailed = "ApplyFailed";
+
 // The resources the operator reads and writes.
 kube::Resource policiesResource();
 kube::Resource poolsResource();

@@ -63,33 +63,33 @@ const DeploymentCondition* findDeploymentCondition(const Deployment& d, std::str
 RolloutStatus deploymentRolloutStatus(const Deployment& d) {
   const std::string name = "deployment \"" + d.metadata.name + "\"";
   if (d.metadata.generation > d.status.observedGeneration) {
-    return {false, false, "Waiting for deployment spec update to be observed..."};
+    return {RolloutStage::kNotObserved, "Waiting for deployment spec update to be observed..."};
   }
   const DeploymentCondition* progressing = findDeploymentCondition(d, "Progressing");
   if (progressing != nullptr && progressing->reason == "ProgressDeadlineExceeded") {
-    return {false, true, name + " exceeded its progress deadline"};
+    return {RolloutStage::kDeadlineExceeded, name + " exceeded its progress deadline"};
   }
   const auto& s = d.status;
   if (d.spec.replicas && s.updatedReplicas < *d.spec.replicas) {
-    return {false, false,
+    return {RolloutStage::kUpdating,
             "Waiting for " + name + " rollout to finish: " + str(s.updatedReplicas) + " out of " +
                 str(*d.spec.replicas) + " new replicas have been updated..."};
   }
   if (s.replicas > s.updatedReplicas) {
-    return {false, false,
+    return {RolloutStage::kOldReplicasPending,
             "Waiting for " + name + " rollout to finish: " + str(s.replicas - s.updatedReplicas) +
                 " old replicas are pending termination..."};
   }
   if (s.availableReplicas < s.updatedReplicas) {
-    return {false, false,
+    return {RolloutStage::kBecomingAvailable,
             "Waiting for " + name + " rollout to finish: " + str(s.availableReplicas) + " of " +
                 str(s.updatedReplicas) + " updated replicas are available..."};
   }
-  return {true, false, name + " successfully rolled out"};
+  return {RolloutStage::kDone, name + " successfully rolled out"};
 }
 
 bool deploymentRolledOut(const Deployment& d) {
-  return deploymentRolloutStatus(d).done;
+  return deploymentRolloutStatus(d).stage == RolloutStage::kDone;
 }
 
 }  // namespace egress::apps

@@ -61,10 +61,19 @@ meta::Decoded<Deployment> decodeDeployment(const rapidjson::Value& v);
 
 const DeploymentCondition* findDeploymentCondition(const Deployment& d, std::string_view type);
 
-struct RolloutStatus {
-  bool done = false;
+// How far a rollout got, in the order `kubectl rollout status` checks it.
+enum class RolloutStage {
+  kNotObserved,  // the controller has not observed the current generation yet
   // The Progressing condition says ProgressDeadlineExceeded: waiting longer will not help.
-  bool failed = false;
+  kDeadlineExceeded,
+  kUpdating,            // fewer updated replicas than spec.replicas
+  kOldReplicasPending,  // every replica updated, but old ones are still to be scaled down
+  kBecomingAvailable,   // every replica runs the current template; not all are available yet
+  kDone,
+};
+
+struct RolloutStatus {
+  RolloutStage stage = RolloutStage::kNotObserved;
   std::string message;  // as `kubectl rollout status` prints it
 };
 

@@ -2,8 +2,9 @@
 //
 // EgressGatewayPolicyInfo: everything one reconcile of a policy looks at, gathered from the
 // shared cache once at its start (the seed's pkg/controller/apis EgressGatewayPolicyInfo), and
-// what the processors pass down the chain: the IPPoolProcessor's assignment, and the policy as
-// last written (a status update returns the new resourceVersion the next write must carry).
+// what the processors pass down the chain: the IPPoolProcessor's assignment, the
+// DeploymentProcessor's failure, and the policy as last written (a status update returns the new
+// resourceVersion the next write must carry).
 // The cached objects are shared and immutable; a processor never modifies them.
 #pragma once
 
@@ -79,6 +80,9 @@ struct EgressGatewayPolicyInfo {
   validation::FieldErrors invalid;
   // The IPPoolProcessor's result: the ledger as written, and why it is short, if it is.
   std::optional<ipam::Assignment> assignment;
+  // The DeploymentProcessor's failure to write a gateway object ("" if none): the reconcile
+  // fails with it, and the status says so rather than that the gateway is on its way.
+  std::string applyFailure;
   // The policy as last read or written (the status carries what was written).
   std::optional<v1alpha1::EgressGatewayPolicy> current;
   // The resourceVersions this reconcile's writes replaced (the cached one first).

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include "pkg/controller/egressgateway/deployment_processor.h"
-#include "pkg/controller/egressgateway/status_processor.h"
 #include "pkg/controllerruntime/event_handlers.h"
 #include "pkg/controllerruntime/processor.h"
 
@@ -15,8 +14,8 @@ EgressGatewayController::EgressGatewayController(Options options, Context& ctx)
     : Controller(std::move(options)),
       ctx_(ctx),
       ipPool_(std::make_shared<IPPoolProcessor>(ctx)),
-      processors_{ipPool_, std::make_shared<DeploymentProcessor>(ctx),
-                  std::make_shared<StatusProcessor>(ctx)} {}
+      status_(std::make_shared<StatusProcessor>(ctx)),
+      processors_{ipPool_, std::make_shared<DeploymentProcessor>(ctx), status_} {}
 
 Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
   auto reg = ctx_.cache.policies().addEventHandler(
@@ -58,6 +57,11 @@ net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::st
     if (controllerruntime::foldProcessorResult(combined, std::move(result), processor->name())) {
       break;
     }
+  }
+  if (!info.applyFailure.empty()) {
+    // The ledger write already told the user the gateway is on its way; without this the status
+    // would say so for as long as the retries back off. The apply's error stays the result.
+    co_await status_->process(info);
   }
   if (!info.superseded.empty()) {
     auto& w = written_[key];

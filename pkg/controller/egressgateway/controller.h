@@ -2,7 +2,8 @@
 //
 // The egressgateway subcontroller: reconciles EgressGatewayPolicies. A key's reconcile gathers
 // the policy's info view from the shared cache (cache.h) and runs the IPPoolProcessor, the
-// DeploymentProcessor and the StatusProcessor over it, in order; a policy that is gone has its
+// DeploymentProcessor and the StatusProcessor over it, in order (the StatusProcessor also after
+// a failed DeploymentProcessor, to report the failure); a policy that is gone has its
 // addresses freed once its gateway pods are gone (the garbage collector deletes its Deployment,
 // ConfigMap and PodDisruptionBudget through their owner references). Its keys come from the
 // policies themselves and, through the main controller's cross-triggers, from pools, the
@@ -18,6 +19,7 @@
 #include "pkg/controller/context.h"
 #include "pkg/controller/egressgateway/ippool_processor.h"
 #include "pkg/controller/egressgateway/policy_processor.h"
+#include "pkg/controller/egressgateway/status_processor.h"
 #include "pkg/controllerruntime/controller.h"
 
 namespace egress::controller {
@@ -44,6 +46,7 @@ class EgressGatewayController : public controllerruntime::Controller {
   Context& ctx_;
   std::map<std::string, Written> written_;
   std::shared_ptr<IPPoolProcessor> ipPool_;
+  std::shared_ptr<StatusProcessor> status_;
   std::vector<std::shared_ptr<PolicyProcessor>> processors_;
 };
 

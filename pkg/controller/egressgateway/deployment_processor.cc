@@ -1,5 +1,6 @@
 #include "pkg/controller/egressgateway/deployment_processor.h"
 
+#include "pkg/controller/conditions.h"
 #include "pkg/controller/egressgateway/render.h"
 #include "pkg/controller/names.h"
 
@@ -29,6 +30,17 @@ net::awaitable<ReconcileResult> applyObject(kube::RestClient& client, kube::Reso
 
 }  // namespace
 
+ReconcileResult DeploymentProcessor::failed(EgressGatewayPolicyInfo& info, ReconcileResult r) {
+  // Once per failure: retries back off with the same error, and the status says it meanwhile.
+  if (conditionReason(info.current->status.conditions, kConditionGatewayAvailable) !=
+      kReasonApplyFailed) {
+    ctx_.recorder.event(referenceTo(kPolicyKind, info.current->metadata), core::kEventTypeWarning,
+                        kReasonApplyFailed, r.message());
+  }
+  info.applyFailure = r.message();
+  return r;
+}
+
 const std::string& DeploymentProcessor::name() const {
   static const std::string kName = "DeploymentProcessor";
   return kName;
@@ -54,7 +66,7 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
     auto r = co_await applyObject(ctx_.client, deploymentsResource(), info.ns,
                                   std::move(deployment), "Deployment");
     if (!r.isDone()) {
-      co_return r;
+      co_return failed(info, std::move(r));
     }
   }
 
@@ -67,7 +79,7 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
     auto r = co_await applyObject(ctx_.client, configMapsResource(), info.ns, std::move(configMap),
                                   "ConfigMap");
     if (!r.isDone()) {
-      co_return r;
+      co_return failed(info, std::move(r));
     }
   }
 
@@ -79,7 +91,7 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
       auto r = co_await applyObject(ctx_.client, podDisruptionBudgetsResource(policyV1), info.ns,
                                     std::move(pdb), "PodDisruptionBudget");
       if (!r.isDone()) {
-        co_return r;
+        co_return failed(info, std::move(r));
       }
     }
   } else if (cachedPdb != nullptr) {
@@ -92,8 +104,9 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
         co_await ctx_.client.remove(podDisruptionBudgetsResource(policyV1), std::move(ns),
                                     gatewayName(info.name), std::move(opts));
     if (!removed && !removed.error().isNotFound()) {
-      co_return ReconcileResult::error("deleting PodDisruptionBudget " + gatewayName(info.name) +
-                                       ": " + removed.error().message());
+      co_return failed(
+          info, ReconcileResult::error("deleting PodDisruptionBudget " + gatewayName(info.name) +
+                                       ": " + removed.error().message()));
     }
   }
   co_return ReconcileResult::done();

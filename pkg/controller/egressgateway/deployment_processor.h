@@ -7,7 +7,9 @@
 // (deleted at one). An object whose cached copy already carries the digest of what would be
 // applied (and, for the Deployment, the same replica count; for the ConfigMap, the same data) is
 // not written: a resync writes nothing. Skipped while the spec is invalid (the gateway keeps
-// running as it is) and while no OperatorConfig names the gateway image.
+// running as it is) and while no OperatorConfig names the gateway image. A write that fails
+// fails the reconcile (retried with backoff) and is reported: info.applyFailure, which the status
+// shows as GatewayAvailable=False reason ApplyFailed, and one Warning Event ApplyFailed.
 #pragma once
 
 #include <string>
@@ -26,6 +28,10 @@ class DeploymentProcessor : public PolicyProcessor {
       EgressGatewayPolicyInfo& info) override;
 
  private:
+  // `r`, a failed write, after recording it in `info` for the status and in a Warning Event.
+  controllerruntime::ReconcileResult failed(EgressGatewayPolicyInfo& info,
+                                            controllerruntime::ReconcileResult r);
+
   Context& ctx_;
 };
 

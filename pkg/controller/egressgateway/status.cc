@@ -130,7 +130,22 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
 
   meta::Condition available;
   const auto* d = info.deployment.deployment.get();
-  const int availablePods = d != nullptr ? d->status.availableReplicas : 0;
+  const auto rollout = d != nullptr ? apps::deploymentRolloutStatus(*d) : apps::RolloutStatus{};
+  // With minReadySeconds 0 (render.cc) a Ready pod is an available one: once every replica runs
+  // the current template, a Ready pod holding its entry counts at once, not only when the
+  // ReplicaSet and Deployment controllers have said so too (one status write instead of two:
+  // the pod's readiness, then the condition).
+  const bool updated = rollout.stage == apps::RolloutStage::kBecomingAvailable ||
+                       rollout.stage == apps::RolloutStage::kDone;
+  const int availablePods = d == nullptr ? 0
+                            : updated    ? std::max(d->status.availableReplicas, readyHolders)
+                                         : d->status.availableReplicas;
+  // Only the count, which changes when a pod comes or goes, not on each step of the Deployment's
+  // status: the steps of a rollout that goes as it should tell the user nothing to act on.
+  const std::string count =
+      std::to_string(availablePods) + " of " + std::to_string(entries) + " gateway pods available";
+  const apps::DeploymentCondition* replicaFailure =
+      d != nullptr ? apps::findDeploymentCondition(*d, "ReplicaFailure") : nullptr;
   if (!info.invalid.empty()) {
     available = makeCondition(kConditionGatewayAvailable, false, "InvalidSpec",
                               "the gateway is left as it is until the spec is valid", generation);
@@ -141,21 +156,34 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
   } else if (entries == 0) {
     available = makeCondition(kConditionGatewayAvailable, false, "NoAddresses",
                               "no gateway runs without an egress IP", generation);
-  } else if (d == nullptr) {
-    available =
-        makeCondition(kConditionGatewayAvailable, false, "Pending",
-                      "Deployment " + gatewayName(info.name) + " does not exist yet", generation);
+  } else if (!info.applyFailure.empty()) {
+    available = makeCondition(kConditionGatewayAvailable, false, std::string(kReasonApplyFailed),
+                              count + ": " + info.applyFailure, generation);
+  } else if (d == nullptr && info.policyNamespace && info.policyNamespace->phase == "Terminating") {
+    available = makeCondition(kConditionGatewayAvailable, false, "Pending",
+                              "Deployment " + gatewayName(info.name) + " is not made: namespace " +
+                                  info.ns + " is being deleted",
+                              generation);
+  } else if (updated && d->spec.replicas.value_or(1) == entries && availablePods >= entries) {
+    available = makeCondition(kConditionGatewayAvailable, true, "Available", count, generation);
+  } else if (rollout.stage == apps::RolloutStage::kDeadlineExceeded) {
+    available = makeCondition(kConditionGatewayAvailable, false, "ProgressDeadlineExceeded",
+                              count + ": " + rollout.message, generation);
+  } else if (replicaFailure != nullptr && replicaFailure->status == meta::kConditionTrue) {
+    // Pods that cannot be made (quota, admission): nothing changes until the user acts, and
+    // the progress deadline would only say so minutes later, and not why.
+    available = makeCondition(kConditionGatewayAvailable, false, "ReplicaFailure",
+                              count + ": " + replicaFailure->message, generation);
+  } else if (rollout.stage == apps::RolloutStage::kOldReplicasPending) {
+    // With maxSurge 0 the old pods are scaled down before the new ones come: old ones left
+    // after every new one came are not a step of a normal rollout.
+    available = makeCondition(kConditionGatewayAvailable, false, "Progressing",
+                              count + ": " + rollout.message, generation);
   } else {
-    const auto rollout = apps::deploymentRolloutStatus(*d);
-    const bool ok =
-        rollout.done && d->spec.replicas.value_or(1) == entries && availablePods >= entries;
-    available = makeCondition(
-        kConditionGatewayAvailable, ok,
-        ok ? "Available" : (rollout.failed ? "ProgressDeadlineExceeded" : "Progressing"),
-        std::to_string(availablePods) + " of " + std::to_string(entries) +
-            " gateway pods available" +
-            (ok || rollout.message.empty() ? "" : ": " + rollout.message),
-        generation);
+    // Also before the Deployment is in the cache: the DeploymentProcessor applies it in the
+    // reconcile that writes the ledger (an apply that fails says so above), so its appearance
+    // with no pod available is no change.
+    available = makeCondition(kConditionGatewayAvailable, false, "Progressing", count, generation);
   }
 
   meta::Condition ready;

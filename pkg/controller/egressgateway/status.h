@@ -9,7 +9,10 @@
 //   selectedPods, observedGeneration
 //   IPAllocated                   every replica has its addresses, or why not (the reason of the
 //                                 allocator's shortfall, or InvalidSpec)
-//   GatewayAvailable              the Deployment rolled out with one available pod per entry
+//   GatewayAvailable              the Deployment rolled out with one available pod per entry;
+//                                 else Progressing "A of N gateway pods available" (also before
+//                                 the Deployment is cached), or what stops it: ApplyFailed,
+//                                 ProgressDeadlineExceeded, ReplicaFailure (with the detail)
 //   Ready                         both, and every entry held by a Ready pod
 // Conditions keep their lastTransitionTime unless their status flips (meta::setCondition).
 #pragma once

@@ -122,8 +122,7 @@ TEST(DeploymentRolledOut, KubectlRolloutStatusSemantics) {
   d.status.conditions[0] = {"Progressing", "False", {}, "ProgressDeadlineExceeded", "timed out"};
   d.status.availableReplicas = 1;
   const RolloutStatus stuck = deploymentRolloutStatus(d);
-  EXPECT_FALSE(stuck.done);
-  EXPECT_TRUE(stuck.failed);
+  EXPECT_EQ(stuck.stage, RolloutStage::kDeadlineExceeded);
   EXPECT_EQ(stuck.message, "deployment \"gw\" exceeded its progress deadline");
 
   d = rolledOut();

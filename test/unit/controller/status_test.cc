@@ -79,7 +79,9 @@ TEST(DesiredStatus, ReadyOnlyWhenEveryEntryIsHeldByAReadyPodOfARolledOutDeployme
   EXPECT_THAT(s.egressIPs, ElementsAre("203.0.113.1", "203.0.113.2"));
   EXPECT_EQ(s.observedGeneration, 4);
   EXPECT_EQ(cond(s, kConditionIPAllocated).status, "True");
-  EXPECT_EQ(cond(s, kConditionGatewayAvailable).reason, "Pending");
+  // What it will say once the Deployment, applied in this reconcile, appears with no pod.
+  EXPECT_EQ(cond(s, kConditionGatewayAvailable).reason, "Progressing");
+  EXPECT_EQ(cond(s, kConditionGatewayAvailable).message, "0 of 2 gateway pods available");
   EXPECT_EQ(cond(s, kConditionReady).status, "False");
 
   addDeployment(i, 2, 2);
@@ -136,6 +138,179 @@ TEST(DesiredStatus, AnUnchangedViewGivesAnEqualStatusSoNothingIsWritten) {
   auto s = desiredStatus(i, kNow);
   i.current->status = s;
   EXPECT_EQ(desiredStatus(i, kNow + std::chrono::hours(1)), s);
+}
+
+// One gateway, as a cold start makes it: the ledger written, the Deployment not cached yet.
+EgressGatewayPolicyInfo oneGateway() {
+  auto i = info();
+  auto policy = std::make_shared<v1alpha1::EgressGatewayPolicy>(*i.policy);
+  policy->spec.gateway.replicas = 1;
+  i.policy = policy;
+  i.current = *policy;
+  i.assignment->entries.pop_back();
+  return i;
+}
+
+// The Deployment `egw-p` as the Deployment controller reports it at each step of a rollout.
+struct DeploymentState {
+  int64_t observedGeneration = 1;
+  int replicas = 1;
+  int updated = 1;
+  int available = 0;
+  std::vector<apps::DeploymentCondition> conditions;
+};
+
+void setDeployment(EgressGatewayPolicyInfo& i, const DeploymentState& state) {
+  auto d = std::make_shared<apps::Deployment>();
+  d->metadata.name = "egw-p";
+  d->metadata.generation = 1;
+  d->spec.replicas = 1;
+  d->status.observedGeneration = state.observedGeneration;
+  d->status.replicas = state.replicas;
+  d->status.updatedReplicas = state.updated;
+  d->status.availableReplicas = state.available;
+  d->status.readyReplicas = state.available;
+  d->status.unavailableReplicas = state.replicas - state.available;
+  d->status.conditions = state.conditions;
+  i.deployment.deployment = d;
+}
+
+// The StatusProcessor's rule: the status is written only when the desired one differs.
+struct StatusWrites {
+  std::vector<v1alpha1::EgressGatewayPolicyStatus> written;
+
+  void reconcile(EgressGatewayPolicyInfo& i, meta::Time now) {
+    auto s = desiredStatus(i, now);
+    if (s != i.current->status) {
+      i.current->status = s;
+      written.push_back(std::move(s));
+    }
+  }
+};
+
+TEST(DesiredStatus, AColdStartWritesTheStatusTwiceTheLedgerThenReady) {
+  auto i = oneGateway();
+  StatusWrites w;
+  meta::Time now = kNow;
+  auto step = [&] {
+    now += std::chrono::seconds(1);
+    w.reconcile(i, now);
+  };
+  step();  // allocated: the IPPoolProcessor writes the ledger, then the Deployment is applied
+  step();  // a resync before the Deployment is cached
+  setDeployment(i, {.observedGeneration = 0, .replicas = 0, .updated = 0, .conditions = {}});
+  step();  // cached, its generation not observed yet
+  const apps::DeploymentCondition created{"Progressing", "True", {}, "NewReplicaSetCreated", ""};
+  setDeployment(i, {.replicas = 0, .updated = 0, .conditions = {created}});
+  step();  // observed, its ReplicaSet made, no pod yet
+  setDeployment(i, {.conditions = {created}});
+  step();  // its pod made, not available
+  addPod(i, "egw-p-1", "", false, 100);
+  step();  // the pod in the cache, before it is Ready or told its entry
+  i.egressPods["egw-p-1"].egressIPs = "203.0.113.1";
+  i.egressPods["egw-p-1"].ready = true;
+  step();  // the pod Ready and holding its entry; the Deployment does not count it yet
+  const meta::Time readyAt = now;
+  const apps::DeploymentCondition available{
+      "Progressing", "True", {}, "NewReplicaSetAvailable", ""};
+  setDeployment(i, {.available = 1, .conditions = {available}});
+  step();  // the Deployment available
+  step();  // a resync
+
+  ASSERT_EQ(w.written.size(), 2u);
+  const auto& ledger = w.written[0];
+  EXPECT_THAT(ledger.egressIPs, ElementsAre("203.0.113.1"));
+  EXPECT_EQ(cond(ledger, kConditionGatewayAvailable).reason, "Progressing");
+  EXPECT_EQ(cond(ledger, kConditionGatewayAvailable).message, "0 of 1 gateway pods available");
+  EXPECT_EQ(cond(ledger, kConditionReady).reason, "Progressing");
+  const auto& ready = w.written[1];
+  EXPECT_EQ(cond(ready, kConditionGatewayAvailable).status, "True");
+  EXPECT_EQ(cond(ready, kConditionGatewayAvailable).message, "1 of 1 gateway pods available");
+  EXPECT_EQ(cond(ready, kConditionReady).status, "True");
+  EXPECT_EQ(cond(ready, kConditionReady).lastTransitionTime, readyAt);
+  EXPECT_EQ(cond(ready, kConditionIPAllocated).lastTransitionTime, kNow + std::chrono::seconds(1));
+  ASSERT_EQ(ready.gateways.size(), 1u);
+  EXPECT_EQ(ready.gateways[0].pod, "egw-p-1");
+  EXPECT_TRUE(ready.gateways[0].ready);
+}
+
+TEST(DesiredStatus, APodCountChangeIsWrittenButNotTheRolloutsSteps) {
+  auto i = info();
+  StatusWrites w;
+  w.reconcile(i, kNow);
+  setDeployment(i, {.observedGeneration = 0, .replicas = 0, .updated = 0, .conditions = {}});
+  w.reconcile(i, kNow);
+  auto d = std::make_shared<apps::Deployment>(*i.deployment.deployment);
+  d->spec.replicas = 2;
+  d->status = {1, 2, 2, 1, 1, 1, {}};
+  i.deployment.deployment = d;
+  w.reconcile(i, kNow);  // one of the two available: the Deployment's count, a real change
+  ASSERT_EQ(w.written.size(), 2u);
+  EXPECT_EQ(cond(w.written[1], kConditionGatewayAvailable).message,
+            "1 of 2 gateway pods available");
+}
+
+TEST(DesiredStatus, AFailedRolloutIsReportedWithWhatStopsIt) {
+  auto i = oneGateway();
+  addPod(i, "egw-p-1", "203.0.113.1", false, 100);
+  setDeployment(i, {.conditions = {{"Progressing",
+                                    "False",
+                                    {},
+                                    "ProgressDeadlineExceeded",
+                                    "ReplicaSet \"egw-p-5d9\" has timed out progressing."}}});
+  auto s = desiredStatus(i, kNow);
+  EXPECT_EQ(cond(s, kConditionGatewayAvailable).status, "False");
+  EXPECT_EQ(cond(s, kConditionGatewayAvailable).reason, "ProgressDeadlineExceeded");
+  EXPECT_EQ(cond(s, kConditionGatewayAvailable).message,
+            "0 of 1 gateway pods available: deployment \"egw-p\" exceeded its progress deadline");
+  EXPECT_EQ(cond(s, kConditionReady).reason, "ProgressDeadlineExceeded");
+
+  // Pods the ReplicaSet cannot make: said at once, not only at the progress deadline.
+  const std::string forbidden =
+      "pods \"egw-p-5d9-\" is forbidden: violates PodSecurity \"baseline:latest\"";
+  setDeployment(i, {.replicas = 0,
+                    .updated = 0,
+                    .conditions = {{"Progressing", "True", {}, "NewReplicaSetCreated", ""},
+                                   {"ReplicaFailure", "True", {}, "FailedCreate", forbidden}}});
+  s = desiredStatus(i, kNow);
+  EXPECT_EQ(cond(s, kConditionGatewayAvailable).reason, "ReplicaFailure");
+  EXPECT_EQ(cond(s, kConditionGatewayAvailable).message,
+            "0 of 1 gateway pods available: " + forbidden);
+  EXPECT_EQ(cond(s, kConditionReady).reason, "ReplicaFailure");
+
+  // Old pods left after every new one came: not a step of a rollout with maxSurge 0.
+  setDeployment(i, {.replicas = 2, .available = 1, .conditions = {}});
+  s = desiredStatus(i, kNow);
+  EXPECT_EQ(cond(s, kConditionGatewayAvailable).reason, "Progressing");
+  EXPECT_NE(cond(s, kConditionGatewayAvailable).message.find("1 old replicas are pending"),
+            std::string::npos);
+}
+
+TEST(DesiredStatus, AGatewayThatCannotBeAppliedSaysSoUntilItIs) {
+  auto i = oneGateway();
+  StatusWrites w;
+  w.reconcile(i, kNow);  // the ledger
+  const std::string failure =
+      "applying Deployment egw-p: Forbidden: deployments.apps \"egw-p\" is forbidden";
+  i.applyFailure = failure;  // the DeploymentProcessor's apply failed
+  w.reconcile(i, kNow + std::chrono::seconds(1));
+  ASSERT_EQ(w.written.size(), 2u);
+  const auto& failed = w.written[1];
+  EXPECT_EQ(cond(failed, kConditionGatewayAvailable).reason, "ApplyFailed");
+  EXPECT_EQ(cond(failed, kConditionGatewayAvailable).message,
+            "0 of 1 gateway pods available: " + failure);
+  EXPECT_EQ(cond(failed, kConditionReady).reason, "ApplyFailed");
+  // Still False: the transition is the ledger's.
+  EXPECT_EQ(cond(failed, kConditionGatewayAvailable).lastTransitionTime, kNow);
+
+  w.reconcile(i, kNow + std::chrono::seconds(30));  // a retry that fails the same way
+  EXPECT_EQ(w.written.size(), 2u);
+
+  i.applyFailure.clear();  // applied at last
+  w.reconcile(i, kNow + std::chrono::seconds(60));
+  ASSERT_EQ(w.written.size(), 3u);
+  EXPECT_EQ(cond(w.written[2], kConditionGatewayAvailable).reason, "Progressing");
+  EXPECT_EQ(cond(w.written[2], kConditionGatewayAvailable).lastTransitionTime, kNow);
 }
 
 TEST(LedgerFromRaw, ReadsTheLedgerEvenOfAnObjectTheTypedDecoderRefuses) {
