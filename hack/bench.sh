@@ -11,9 +11,11 @@ source hack/testenv/lib.sh
 build=${1:-build}
 pods=${2:-10000}
 
-# Five nodes: room (250 pods each) for the operator bench's 1,000 gateway pods; the seeded pods
-# name a scheduler that does not exist and stay Pending on none.
-env_out=$(hack/testenv/up.sh --nodes 5 --owner-pid $$ --kubelet "$(testenv_kubelet "$build")")
+# Ten nodes: room (250 pods each) for the operator bench's 1,000 gateway pods and, at its end,
+# the cluster floor's 1,000 more; the seeded pods name a scheduler that does not exist and stay
+# Pending on none. The pods and policies are spread over 100 namespaces (bench-0..bench-99).
+namespaces=100
+env_out=$(hack/testenv/up.sh --nodes 10 --owner-pid $$ --kubelet "$(testenv_kubelet "$build")")
 eval "$env_out"
 trap 'hack/testenv/down.sh "$TESTENV_DIR"' EXIT
 # Each phase's start, in seconds since the bench began, so a run shows where its time goes.
@@ -21,19 +23,19 @@ phase() { echo "== [${SECONDS} s] $*"; }
 
 phase "seeding $pods pods, then the informer caching the typed Pod as decoded (no transform)"
 "$build/test/bench/informer_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
-  --create "$pods" --transform none --churn 2000
+  --namespaces "$namespaces" --create "$pods" --transform none --churn 1000
 phase "the informer with its transform hook (only the fields the operator reads)"
 "$build/test/bench/informer_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
-  --transform strip --churn 2000
+  --namespaces "$namespaces" --transform strip --churn 1000
 phase "the informer with the operator's own pod transform (controller::stripPod)"
 "$build/test/bench/informer_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
-  --transform operator --churn 0
+  --namespaces "$namespaces" --transform operator --churn 0
 phase "the same without gzip-compressed LISTs (RestConfig::disableCompression=true)"
 "$build/test/bench/informer_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
-  --transform strip --gzip=false --churn 0
+  --namespaces "$namespaces" --transform strip --gzip=false --churn 0
 phase "REST client: list and watch decoding, GETs over one pooled connection"
-"$build/test/bench/client_bench" --kubeconfig "$KUBECONFIG" --namespace bench --gets 2000 --lists 2
-phase "the operator: $pods pods cached, 1,000 policies over 20 pools, cold start to every policy Ready, then churn"
+"$build/test/bench/client_bench" --kubeconfig "$KUBECONFIG" --namespace= --gets 2000 --lists 2
+phase "the operator: $pods pods cached, 1,000 policies over 20 pools and $namespaces namespaces, cold start to every policy Ready, then churn"
 "$TESTENV_DIR/bin/kubectl" --kubeconfig "$KUBECONFIG" apply -f manifests/ >/dev/null
 "$TESTENV_DIR/bin/kubectl" --kubeconfig "$KUBECONFIG" wait --for condition=established --timeout=60s \
   crd/ipampools.networking.egressgateway.dev crd/egressgatewaypolicies.networking.egressgateway.dev \
@@ -44,8 +46,9 @@ phase "the operator: $pods pods cached, 1,000 policies over 20 pools, cold start
 # docs/scale-curve.png.
 mkdir -p "$build/bench"
 "$build/test/bench/operator_bench" --kubeconfig "$KUBECONFIG" --namespace bench \
-  --operator "$build/cmd/egress-operator/egress-operator" --policies 1000 --pools 20 --workers 8 \
-  --churn 2000 --churn-pods 100 --churn-rate 50 --scale-curve 1000,5000,10000,20000 \
+  --operator "$build/cmd/egress-operator/egress-operator" --namespaces "$namespaces" \
+  --policies 1000 --pools 20 --workers 8 --churn 2000 --churn-pods 100 --churn-rate 50 \
+  --scale-curve 1000,5000,10000,20000 --floor-deployments 1000 \
   | tee "$build/bench/operator_bench.out"
 /usr/bin/python3 hack/bench-chart.py docs/scale-curve.png "$build/bench/operator_bench.out"
 phase "IPAM: allocations per second and bytes per allocation (no cluster needed)"

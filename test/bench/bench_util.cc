@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 
 #include <boost/asio/co_spawn.hpp>
 #include <fmt/format.h>
@@ -94,36 +95,39 @@ void free(void* ptr) noexcept {
 namespace egress::bench {
 namespace {
 
-boost::asio::awaitable<void> createRange(kube::RestClient* client, std::string ns,
-                                         std::string ownerUid, int from, int to, int* failures,
-                                         int* done) {
+boost::asio::awaitable<void> createRange(kube::RestClient* client, const BenchNamespaces* ns,
+                                         const std::map<std::string, std::string>* ownerUids,
+                                         int from, int to, int* failures, int* done) {
   for (int i = from; i < to; ++i) {
     const std::string name = "bench-" + std::to_string(i);
-    std::string body = benchPod(name, ownerUid, "bench", "", i / kPodsPerReplicaSet);
-    auto r = co_await client->create(kPods, ns, std::move(body));
+    const std::string podNs = ns->ofPod(i);
+    std::string body = benchPod(name, ownerUids->at(podNs), "bench", "", i / kPodsPerReplicaSet);
+    auto r = co_await client->create(kPods, podNs, std::move(body));
     if (!r && !r.error().isAlreadyExists()) {
       ++*failures;
-      std::fprintf(stderr, "create %s: %s\n", name.c_str(), r.error().message().c_str());
+      std::fprintf(stderr, "create %s/%s: %s\n", podNs.c_str(), name.c_str(),
+                   r.error().message().c_str());
       continue;
     }
     std::string status = benchPodStatus();
-    auto s = co_await client->patch(kPods, ns, name, kube::PatchType::Merge, std::move(status),
+    auto s = co_await client->patch(kPods, podNs, name, kube::PatchType::Merge, std::move(status),
                                     kube::WriteOptions(), "status");
     if (!s) {
       ++*failures;
-      std::fprintf(stderr, "patch %s/status: %s\n", name.c_str(), s.error().message().c_str());
+      std::fprintf(stderr, "patch %s/%s/status: %s\n", podNs.c_str(), name.c_str(),
+                   s.error().message().c_str());
     }
   }
   ++*done;
 }
 
-boost::asio::awaitable<void> deleteRange(kube::RestClient* client, std::string ns, int from, int to,
-                                         int* failures, int* done) {
+boost::asio::awaitable<void> deleteRange(kube::RestClient* client, const BenchNamespaces* ns,
+                                         int from, int to, int* failures, int* done) {
   for (int i = from; i < to; ++i) {
     const std::string name = "bench-" + std::to_string(i);
     kube::DeleteOptions opts;
     opts.gracePeriodSeconds = 0;  // unscheduled: no kubelet has to stop anything
-    auto r = co_await client->remove(kPods, ns, name, std::move(opts));
+    auto r = co_await client->remove(kPods, ns->ofPod(i), name, std::move(opts));
     if (!r && !r.error().isNotFound()) {
       ++*failures;
       std::fprintf(stderr, "delete %s: %s\n", name.c_str(), r.error().message().c_str());
@@ -282,21 +286,73 @@ bool inSlices(boost::asio::io_context& ioc, int first, int end, int parallel, Ma
 
 }  // namespace
 
-bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
-                int first, int end, int parallel) {
-  auto ownerUid = ensurePodOwner(ioc, client, ns);
-  if (!ownerUid) {
+std::string BenchNamespaces::of(int index) const {
+  return namespaces <= 1 ? base : base + "-" + std::to_string(index % namespaces);
+}
+
+std::vector<std::string> BenchNamespaces::all() const {
+  std::vector<std::string> out;
+  for (int i = 0; i < std::max(1, namespaces); ++i) {
+    out.push_back(of(i));
+  }
+  return out;
+}
+
+bool ensureNamespaces(boost::asio::io_context& ioc, kube::RestClient& client,
+                      const BenchNamespaces& ns) {
+  const kube::Resource namespaces{"", "v1", "namespaces", false};
+  const kube::Resource serviceAccounts{"", "v1", "serviceaccounts", true};
+  std::vector<std::string> waiting;
+  for (const auto& name : ns.all()) {
+    const std::string body =
+        R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + name + "\"}}";
+    auto r = testutil::runSync(ioc, client.create(namespaces, "", body));
+    if (!r && !r.error().isAlreadyExists()) {
+      std::fprintf(stderr, "create namespace %s: %s\n", name.c_str(), r.error().message().c_str());
+      return false;
+    }
+    waiting.push_back(name);
+  }
+  // The token controller makes the tokens in the background: one round over every namespace
+  // still waiting, then a pause.
+  const auto start = std::chrono::steady_clock::now();
+  while (!waiting.empty() && secondsSince(start) < 180) {
+    std::erase_if(waiting, [&](const std::string& name) {
+      auto sa = testutil::runSync(ioc, client.get(serviceAccounts, name, "default"));
+      return sa && sa->HasMember("secrets") && (*sa)["secrets"].IsArray() &&
+             !(*sa)["secrets"].Empty();
+    });
+    if (!waiting.empty()) {
+      ioc.run_for(std::chrono::milliseconds(200));
+    }
+  }
+  if (!waiting.empty()) {
+    std::fprintf(stderr, "%zu namespaces (%s first) have no default ServiceAccount token\n",
+                 waiting.size(), waiting.front().c_str());
     return false;
   }
+  return true;
+}
+
+bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const BenchNamespaces& ns,
+                int first, int end, int parallel) {
+  std::map<std::string, std::string> ownerUids;
+  for (const auto& name : ns.all()) {
+    auto uid = ensurePodOwner(ioc, client, name);
+    if (!uid) {
+      return false;
+    }
+    ownerUids[name] = *uid;
+  }
   return inSlices(ioc, first, end, parallel, [&](int from, int to, int* failures, int* done) {
-    return createRange(&client, ns, *ownerUid, from, to, failures, done);
+    return createRange(&client, &ns, &ownerUids, from, to, failures, done);
   });
 }
 
-bool deletePods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
+bool deletePods(boost::asio::io_context& ioc, kube::RestClient& client, const BenchNamespaces& ns,
                 int first, int end, int parallel) {
   return inSlices(ioc, first, end, parallel, [&](int from, int to, int* failures, int* done) {
-    return deleteRange(&client, ns, from, to, failures, done);
+    return deleteRange(&client, &ns, from, to, failures, done);
   });
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 
@@ -101,15 +102,33 @@ std::string benchPodStatus();
 std::optional<std::string> ensurePodOwner(boost::asio::io_context& ioc, kube::RestClient& client,
                                           const std::string& ns);
 
-// Creates pods bench-<first>..bench-<end-1> in `ns` (benchPod() with app=bench, then its status)
-// with `parallel` concurrent requests.
-bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
+// Where the benches put their objects: namespace `base` alone, or, with `namespaces` > 1,
+// base-0 .. base-<namespaces-1>, object `index` in base-<index % namespaces> (a cluster's
+// workloads are spread over namespaces, and so is the controller-manager's per-namespace work).
+struct BenchNamespaces {
+  std::string base = "bench";
+  int namespaces = 1;
+
+  std::string of(int index) const;
+  // A seeded pod's, by its ReplicaSet: the pods of one set share a namespace.
+  std::string ofPod(int pod) const { return of(pod / kPodsPerReplicaSet); }
+  std::vector<std::string> all() const;
+};
+
+// Creates every namespace of `ns` that is missing and waits (up to 180 s in all) until each has
+// its default ServiceAccount with a token, which the pods' ServiceAccount admission needs.
+bool ensureNamespaces(boost::asio::io_context& ioc, kube::RestClient& client,
+                      const BenchNamespaces& ns);
+
+// Creates pods bench-<first>..bench-<end-1>, each in ns.ofPod(i) (benchPod() with app=bench,
+// then its status), with `parallel` concurrent requests.
+bool createPods(boost::asio::io_context& ioc, kube::RestClient& client, const BenchNamespaces& ns,
                 int first, int end, int parallel);
 
-// Deletes pods bench-<first>..bench-<end-1> in `ns` (missing ones are fine) with `parallel`
-// concurrent DELETEs: the server's DELETE of a collection removes them one at a time (its
+// Deletes pods bench-<first>..bench-<end-1> (missing ones are fine) with `parallel` concurrent
+// DELETEs: the server's DELETE of a collection removes them one at a time (its
 // --delete-collection-workers is 1), about 25 pods per second measured here.
-bool deletePods(boost::asio::io_context& ioc, kube::RestClient& client, const std::string& ns,
+bool deletePods(boost::asio::io_context& ioc, kube::RestClient& client, const BenchNamespaces& ns,
                 int first, int end, int parallel);
 
 }  // namespace egress::bench

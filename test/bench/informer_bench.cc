@@ -3,8 +3,10 @@
 // every field the typed model has, what an informer without a transform holds) or trimmed by the
 // informer's transform hook (--transform strip: only what the operator reads of a pod).
 //
-//   informer_bench --kubeconfig K --resource pods --namespace bench --transform strip
-//                  [--create 10000] [--churn 2000]
+//   informer_bench --kubeconfig K --resource pods --namespace bench [--namespaces 100]
+//                  --transform strip [--create 10000] [--churn 2000]
+// With --namespaces N the pods are spread over bench-0..bench-<N-1> (by ReplicaSet, as
+// BenchNamespaces puts them) and the informer lists and watches every namespace.
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -44,8 +46,8 @@ void stripPod(core::Pod& pod) {
 
 // Label patches from a thread and connection of their own, so that the main thread's heap
 // counters see only what the informer does with the watch events.
-void patchFromAnotherThread(const std::string& kubeconfig, const std::string& ns,
-                            const std::vector<std::string>& names, int churn, bool* ok) {
+void patchFromAnotherThread(const std::string& kubeconfig, const std::vector<std::string>& keys,
+                            int churn, bool* ok) {
   boost::asio::io_context ioc;
   auto client = makeClient(ioc, kubeconfig);
   *ok = client != nullptr;
@@ -54,7 +56,10 @@ void patchFromAnotherThread(const std::string& kubeconfig, const std::string& ns
   char run[16];
   std::snprintf(run, sizeof(run), "%08x", static_cast<unsigned>(std::random_device()()));
   for (int i = 0; *ok && i < churn; ++i) {
-    const auto& name = names[static_cast<size_t>(i) % names.size()];
+    const auto& key = keys[static_cast<size_t>(i) % keys.size()];
+    const size_t slash = key.find('/');
+    const std::string ns = key.substr(0, slash);
+    const std::string name = key.substr(slash + 1);
     char value[32];
     std::snprintf(value, sizeof(value), "%s-%06d", run, i);
     std::string patch = R"({"metadata":{"labels":{"churn":")" + std::string(value) + "\"}}}";
@@ -122,17 +127,14 @@ int measure(boost::asio::io_context& ioc, kube::RestClient& client, const std::s
       static_cast<double>(heapAfter.liveBytes - heapBefore.liveBytes) * perObject);
 
   if (churn > 0 && objects > 0) {
-    std::vector<std::string> names;
-    for (const auto& key : informer.indexer().listKeys()) {
-      names.push_back(key.substr(key.find('/') + 1));
-    }
+    std::vector<std::string> keys = informer.indexer().listKeys();
     // Always the same pods, so that runs against one cluster cache objects of the same size.
-    std::sort(names.begin(), names.end());
+    std::sort(keys.begin(), keys.end());
     const size_t baseline = events;
     const HeapStats churnBefore = threadHeapStats();
     const auto churnStart = std::chrono::steady_clock::now();
     bool patched = false;
-    std::thread patcher(patchFromAnotherThread, kubeconfig, ns, std::cref(names), churn, &patched);
+    std::thread patcher(patchFromAnotherThread, kubeconfig, std::cref(keys), churn, &patched);
     while (events - baseline < static_cast<size_t>(churn) && secondsSince(churnStart) < 120) {
       ioc.run_for(std::chrono::milliseconds(10));
     }
@@ -179,6 +181,7 @@ int main(int argc, char** argv) {
   std::string kubeconfig;
   std::string resource = "pods";
   std::string ns = "bench";
+  int64_t namespaces = 1;
   std::string transform = "strip";
   int64_t create = 0;
   int64_t churn = 0;
@@ -186,7 +189,10 @@ int main(int argc, char** argv) {
   bool help = false;
   flags.addString("kubeconfig", kubeconfig, "Path to a kubeconfig.");
   flags.addString("resource", resource, "Resource to inform on (pods).");
-  flags.addString("namespace", ns, "Namespace to list and watch.");
+  flags.addString("namespace", ns,
+                  "Namespace to list and watch, or, with --namespaces, the prefix of those the "
+                  "pods are spread over (<namespace>-<i>).");
+  flags.addInt("namespaces", namespaces, "Namespaces the pods are spread over.");
   flags.addString("transform", transform,
                   "none (the typed Pod as decoded), strip (the informer's transform hook) or "
                   "operator (the operator's own pod transform, controller::stripPod).");
@@ -211,23 +217,13 @@ int main(int argc, char** argv) {
   if (!client) {
     return 1;
   }
+  const bench::BenchNamespaces layout{ns, static_cast<int>(std::max<int64_t>(1, namespaces))};
   if (create > 0) {
     const auto start = std::chrono::steady_clock::now();
-    const std::string body =
-        R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns + "\"}}";
-    (void)testutil::runSync(
-        ioc, client->create(kube::Resource{"", "v1", "namespaces", false}, "", body));
-    // Pods can be created once the namespace's default ServiceAccount has its token.
-    const kube::Resource serviceAccounts{"", "v1", "serviceaccounts", true};
-    for (int i = 0; i < 600; ++i) {
-      auto sa = testutil::runSync(ioc, client->get(serviceAccounts, ns, "default"));
-      if (sa && sa->HasMember("secrets") && (*sa)["secrets"].IsArray() &&
-          !(*sa)["secrets"].Empty()) {
-        break;
-      }
-      ioc.run_for(std::chrono::milliseconds(100));
+    if (!bench::ensureNamespaces(ioc, *client, layout)) {
+      return 1;
     }
-    if (!bench::createPods(ioc, *client, ns, 0, static_cast<int>(create), 16)) {
+    if (!bench::createPods(ioc, *client, layout, 0, static_cast<int>(create), 16)) {
       return 1;
     }
     std::printf("created=%lld seconds=%.1f\n", static_cast<long long>(create),
@@ -239,6 +235,6 @@ int main(int argc, char** argv) {
   } else if (transform == "operator") {
     hook = controller::stripPod;
   }
-  return bench::measure(ioc, *client, kubeconfig, ns, transform.c_str(), hook, gzip,
-                        static_cast<int>(churn));
+  return bench::measure(ioc, *client, kubeconfig, layout.namespaces > 1 ? "" : ns,
+                        transform.c_str(), hook, gzip, static_cast<int>(churn));
 }

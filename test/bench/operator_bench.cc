@@ -25,12 +25,19 @@
 // PATCHes until quiet sent again by 16 concurrent workers (ceiling()), and convergence time over
 // that time. Then the scale curve (--scale-curve): a fresh operator at each seeded-pod count,
 // first up from the seeded pods, then down, and last without any, the baseline (scaleCurve()).
-// Last, failover on the baseline: two replicas with leader election (15/10/2 s), the leader
+// Then failover on the baseline: two replicas with leader election (15/10/2 s), the leader
 // SIGKILLed, then (a fresh pair) SIGTERMed: when the other holds the Lease, and when a policy
-// change made at the signal reaches its ConfigMap.
+// change made at the signal reaches its ConfigMap. Last (--floor-deployments), with the operator
+// stopped, the cluster's own floor: as many Deployments like the gateways' created straight
+// through the API server, timed until every one is Available (deploymentFloor()); the policies
+// cannot be Ready before their Deployments are, so convergence over this floor is what the
+// operator adds to what the control plane needs anyway.
+// With --namespaces N, policy i and the seeded pods of ReplicaSet r live in namespace
+// <namespace>-<i % N> and <namespace>-<r % N> (BenchNamespaces).
 //
 //   operator_bench --kubeconfig K --operator build/cmd/egress-operator/egress-operator
-//                  --namespace bench --policies 1000 --pools 20
+//                  --namespace bench --namespaces 100 --policies 1000 --pools 20
+//                  [--floor-deployments 1000]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -75,10 +82,15 @@ const kube::Resource kPodsResource{"", "v1", "pods", true};
 const kube::Resource kConfigMaps{"", "v1", "configmaps", true};
 const kube::Resource kNodes{"", "v1", "nodes", false};
 const kube::Resource kEvents{"", "v1", "events", true};
+const kube::Resource kDeployments{"apps", "v1", "deployments", true};
 
-// Policy bench-<kChurnPolicy> selects the churn pods whose app label is kChurnIn.
-constexpr int kChurnPolicy = 10;
+// The churn policy (ChurnOptions::policy) selects the churn pods whose app label is kChurnIn.
 constexpr const char* kChurnIn = "bench-churn-in";
+// Policies 0..n-1 select the seeded pods of their namespace: one per namespace, or the first 10
+// in a single namespace. Policy n is the churn policy.
+int selectingPolicies(const BenchNamespaces& ns) {
+  return ns.namespaces > 1 ? ns.namespaces : 10;
+}
 constexpr const char* kChurnOut = "bench-churn-out";
 // The churn pods' ReplicaSets are numbered after any the seeded pods use.
 constexpr int kChurnReplicaSets = 1'000'000;
@@ -166,7 +178,7 @@ struct ColdStart {
 // batched pool and summary recounts land.
 std::optional<ColdStart> coldStart(boost::asio::io_context& ioc, kube::RestClient& client,
                                    const std::string& binary, const std::string& kubeconfig,
-                                   const std::string& ns, int policies, int workers) {
+                                   int policies, int workers) {
   ColdStart run;
   run.metricsPort = testenv::freeLoopbackPort();
   const int probePort = testenv::freeLoopbackPort();
@@ -196,7 +208,7 @@ std::optional<ColdStart> coldStart(boost::asio::io_context& ioc, kube::RestClien
   int readyCount = 0;
   while (secondsSince(start) < 1200) {
     readyCount = 0;
-    if (!forEachItem(ioc, client, kPolicies, ns,
+    if (!forEachItem(ioc, client, kPolicies, "",
                      [&](const rapidjson::Value& p) { readyCount += isReady(p) ? 1 : 0; })) {
       return std::nullopt;
     }
@@ -456,15 +468,16 @@ bool deleteChurnPods(boost::asio::io_context& ioc, kube::RestClient& client, con
 
 // `changes` label flips of the churn pods at `rate` per second, each moving one pod into or out
 // of the churn policy's selector; the latency of each is from its PATCH being sent until the
-// policy's ConfigMap (egw-bench-<kChurnPolicy>) lists the pod's address, or no longer does.
+// policy's ConfigMap (egw-bench-<policy>, in `ns` with the pods) lists the pod's address, or no
+// longer does.
 std::optional<ChurnResult> churn(boost::asio::io_context& ioc, kube::RestClient& client,
-                                 const std::string& kubeconfig, const std::string& ns,
+                                 const std::string& kubeconfig, const std::string& ns, int policy,
                                  int metricsPort, int changes, double rate, int pods) {
   auto sources = createChurnPods(ioc, client, ns, pods);
   if (!sources) {
     return std::nullopt;
   }
-  const std::string configMap = "egw-bench-" + std::to_string(kChurnPolicy);
+  const std::string configMap = "egw-bench-" + std::to_string(policy);
   auto cm = testutil::runSync(ioc, client.get(kConfigMaps, ns, configMap));
   if (!cm) {
     std::fprintf(stderr, "get %s: %s\n", configMap.c_str(), cm.error().message().c_str());
@@ -618,6 +631,20 @@ void rethrow(const std::exception_ptr& e) {
   }
 }
 
+// Spawns `count` coroutines made by start() and runs the single-threaded io_context until each
+// has counted itself in `done`.
+template <typename Start>
+void runWorkers(boost::asio::io_context& ioc, int count, const int& done, Start start) {
+  for (int i = 0; i < count; ++i) {
+    boost::asio::co_spawn(ioc, start(), rethrow);
+  }
+  while (done < count) {
+    if (ioc.run_one() == 0) {
+      ioc.restart();
+    }
+  }
+}
+
 // Seconds for the whole batch of writes, or nullopt.
 std::optional<double> ceiling(boost::asio::io_context& ioc, kube::RestClient& client, int posts,
                               int puts, int patches, int objects) {
@@ -642,14 +669,7 @@ std::optional<double> ceiling(boost::asio::io_context& ioc, kube::RestClient& cl
   }
   constexpr int kWorkers = 16;
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kWorkers; ++i) {
-    boost::asio::co_spawn(ioc, ceilingWorker(&w), rethrow);
-  }
-  while (w.done < kWorkers) {
-    if (ioc.run_one() == 0) {
-      ioc.restart();
-    }
-  }
+  runWorkers(ioc, kWorkers, w.done, [&w] { return ceilingWorker(&w); });
   const double seconds = secondsSince(start);
   (void)testutil::runSync(
       ioc, client.remove(kube::Resource{"", "v1", "namespaces", false}, "", "bench-ceiling"));
@@ -658,6 +678,119 @@ std::optional<double> ceiling(boost::asio::io_context& ioc, kube::RestClient& cl
     return std::nullopt;
   }
   return seconds;
+}
+
+// The cluster's own floor under the operator's convergence: every policy is Ready only once its
+// gateway Deployment is Available, and what that takes of the controller-manager (a ReplicaSet,
+// a pod and their status writes per Deployment), the scheduler and the kubelet is the same
+// whoever creates the Deployment. Measured by creating `count` Deployments like the operator's
+// (the pod template of egw-bench-0 as the operator rendered it, one replica) from 16 concurrent
+// workers, nothing else running, and waiting until each is Available. Created: when the last
+// create returned; available: when the last became Available (both from the first create).
+struct DeploymentFloor {
+  double created = -1;
+  double available = -1;
+};
+
+struct FloorWork {
+  kube::RestClient* client = nullptr;
+  const BenchNamespaces* ns = nullptr;
+  const rapidjson::Value* podTemplate = nullptr;
+  int count = 0;
+  int next = 0;  // the io_context is single-threaded: the workers share this plainly
+  int failures = 0;
+  int done = 0;
+};
+
+constexpr const char* kFloorLabel = "egw-bench-floor";
+
+std::string floorDeployment(const rapidjson::Value& podTemplate, const std::string& name) {
+  rapidjson::Document d(rapidjson::kObjectType);
+  auto& a = d.GetAllocator();
+  rapidjson::Value labels(rapidjson::kObjectType);
+  labels.AddMember(rapidjson::StringRef(kFloorLabel), rapidjson::Value(name.c_str(), a), a);
+  rapidjson::Value meta(rapidjson::kObjectType);
+  meta.AddMember("name", rapidjson::Value(name.c_str(), a), a);
+  meta.AddMember("labels", rapidjson::Value(labels, a), a);
+  rapidjson::Value tmpl(podTemplate, a);
+  if (!tmpl.HasMember("metadata")) {
+    tmpl.AddMember("metadata", rapidjson::Value(rapidjson::kObjectType), a);
+  }
+  tmpl["metadata"].RemoveMember("labels");
+  tmpl["metadata"].AddMember("labels", rapidjson::Value(labels, a), a);
+  rapidjson::Value selector(rapidjson::kObjectType);
+  selector.AddMember("matchLabels", rapidjson::Value(labels, a), a);
+  rapidjson::Value spec(rapidjson::kObjectType);
+  spec.AddMember("replicas", 1, a);
+  spec.AddMember("selector", selector, a);
+  spec.AddMember("template", tmpl, a);
+  d.AddMember("apiVersion", "apps/v1", a);
+  d.AddMember("kind", "Deployment", a);
+  d.AddMember("metadata", meta, a);
+  d.AddMember("spec", spec, a);
+  rapidjson::StringBuffer out;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(out);
+  d.Accept(writer);
+  return {out.GetString(), out.GetSize()};
+}
+
+boost::asio::awaitable<void> floorWorker(FloorWork* w) {
+  for (int i = w->next++; i < w->count; i = w->next++) {
+    const std::string name = "floor-" + std::to_string(i);
+    auto r = co_await w->client->create(kDeployments, w->ns->of(i),
+                                        floorDeployment(*w->podTemplate, name));
+    if (!r && !r.error().isAlreadyExists()) {
+      std::fprintf(stderr, "create deployment %s: %s\n", name.c_str(), r.error().message().c_str());
+      ++w->failures;
+    }
+  }
+  ++w->done;
+}
+
+std::optional<DeploymentFloor> deploymentFloor(boost::asio::io_context& ioc,
+                                               kube::RestClient& client, const BenchNamespaces& ns,
+                                               int count) {
+  auto gateway = testutil::runSync(ioc, client.get(kDeployments, ns.of(0), "egw-bench-0"));
+  if (!gateway) {
+    std::fprintf(stderr, "the template, egw-bench-0: %s\n", gateway.error().message().c_str());
+    return std::nullopt;
+  }
+  FloorWork w;
+  w.client = &client;
+  w.ns = &ns;
+  w.podTemplate = &(*gateway)["spec"]["template"];
+  w.count = count;
+  constexpr int kWorkers = 16;
+  DeploymentFloor f;
+  const auto start = std::chrono::steady_clock::now();
+  runWorkers(ioc, kWorkers, w.done, [&w] { return floorWorker(&w); });
+  f.created = secondsSince(start);
+  if (w.failures > 0) {
+    std::fprintf(stderr, "%d of the floor's Deployments were not created\n", w.failures);
+    return std::nullopt;
+  }
+  int available = 0;
+  while (secondsSince(start) < 900) {
+    available = 0;
+    if (!forEachItem(
+            ioc, client, kDeployments, "",
+            [&](const rapidjson::Value& d) {
+              if (d.HasMember("status") && d["status"].HasMember("availableReplicas") &&
+                  d["status"]["availableReplicas"].GetInt() >= 1) {
+                ++available;
+              }
+            },
+            kFloorLabel)) {
+      return std::nullopt;
+    }
+    if (available >= count) {
+      f.available = secondsSince(start);
+      return f;
+    }
+    std::this_thread::sleep_for(1s);
+  }
+  std::fprintf(stderr, "only %d of %d floor Deployments became Available\n", available, count);
+  return std::nullopt;
 }
 
 // An operator replica with leader election on (the 15/10/2 s defaults) and its ports.
@@ -784,8 +917,8 @@ struct ScalePoint {
 
 std::optional<ScalePoint> scalePoint(boost::asio::io_context& ioc, kube::RestClient& client,
                                      const std::string& binary, const std::string& kubeconfig,
-                                     const std::string& ns, int policies, int workers, int& seeded,
-                                     int size) {
+                                     const BenchNamespaces& ns, int policies, int workers,
+                                     int& seeded, int size) {
   phase("scale curve point");
   const auto seedStart = std::chrono::steady_clock::now();
   const bool ok = size > seeded ? createPods(ioc, client, ns, seeded, size, 16)
@@ -797,7 +930,7 @@ std::optional<ScalePoint> scalePoint(boost::asio::io_context& ioc, kube::RestCli
   p.seeded = size;
   p.seedSeconds = secondsSince(seedStart);
   seeded = size;
-  auto run = coldStart(ioc, client, binary, kubeconfig, ns, policies, workers);
+  auto run = coldStart(ioc, client, binary, kubeconfig, policies, workers);
   if (!run) {
     return std::nullopt;
   }
@@ -813,7 +946,7 @@ std::optional<ScalePoint> scalePoint(boost::asio::io_context& ioc, kube::RestCli
 // size afresh. The points, by size, and the baseline; nullopt on an error.
 std::optional<std::pair<std::vector<ScalePoint>, ColdStart>> scaleCurve(
     boost::asio::io_context& ioc, kube::RestClient& client, const std::string& binary,
-    const std::string& kubeconfig, const std::string& ns, int policies, int workers,
+    const std::string& kubeconfig, const BenchNamespaces& ns, int policies, int workers,
     std::vector<int> sizes, int seeded, ColdStart atSeeded) {
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -874,12 +1007,12 @@ void printScaleCurve(const std::vector<ScalePoint>& points, const ColdStart& bas
   std::fflush(stdout);
 }
 
-int run(const std::string& kubeconfig, const std::string& binary, const std::string& ns,
+int run(const std::string& kubeconfig, const std::string& binary, const BenchNamespaces& ns,
         int policies, int pools, int workers, const ChurnOptions& churnOptions,
-        const std::vector<int>& scaleSizes) {
+        const std::vector<int>& scaleSizes, int floorDeployments) {
   boost::asio::io_context ioc;
   auto client = makeClient(ioc, kubeconfig, true);
-  if (!client) {
+  if (!client || !ensureNamespaces(ioc, *client, ns)) {
     return 1;
   }
   // Setup: pools of a /24 each, the OperatorConfig, the policies.
@@ -907,25 +1040,28 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
     }
   }
   const auto setupStart = std::chrono::steady_clock::now();
+  // The first policy of each namespace selects its seeded pods (in one namespace, the first 10
+  // all select every seeded pod: their ConfigMaps list them all), the next one the churn pods
+  // while they are "in"; the rest select none.
+  const int churnPolicy = selectingPolicies(ns);
   for (int i = 0; i < policies; ++i) {
-    // A few select every seeded pod (their ConfigMaps list them all), one the churn pods while
-    // they are "in"; the rest select none.
-    const std::string app = i < 10              ? "bench"
-                            : i == kChurnPolicy ? kChurnIn
-                                                : "none-" + std::to_string(i);
+    const std::string app = i < churnPolicy    ? "bench"
+                            : i == churnPolicy ? kChurnIn
+                                               : "none-" + std::to_string(i);
     std::string body =
         R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"EgressGatewayPolicy",)"
         R"("metadata":{"name":"bench-)" +
         std::to_string(i) + R"("},"spec":{"podSelector":{"matchLabels":{"app":")" + app +
         R"("}},"egressIP":{"pool":"bench-)" + std::to_string(i % pools) +
         R"("},"gateway":{"replicas":1}}})";
-    auto r = testutil::runSync(ioc, client->create(kPolicies, ns, body));
+    auto r = testutil::runSync(ioc, client->create(kPolicies, ns.of(i), body));
     if (!r && !r.error().isAlreadyExists()) {
       std::fprintf(stderr, "create policy: %s\n", r.error().message().c_str());
       return 1;
     }
   }
-  std::printf("created pools=%d policies=%d in %.1fs\n", pools, policies, secondsSince(setupStart));
+  std::printf("created pools=%d policies=%d namespaces=%d in %.1fs\n", pools, policies,
+              ns.namespaces, secondsSince(setupStart));
 
   const auto listed = listPodsBytes(ioc, *client);
   if (!listed) {
@@ -947,7 +1083,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
       listed->podJson, listed->podJsonUnmanaged);
 
   phase("cold start");
-  auto full = coldStart(ioc, *client, binary, kubeconfig, ns, policies, workers);
+  auto full = coldStart(ioc, *client, binary, kubeconfig, policies, workers);
   if (!full) {
     return 1;
   }
@@ -975,8 +1111,8 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   std::printf("steady_state_60s_writes=%.0f\n", steadyWrites);
   if (churnOptions.changes > 0) {
     phase("churn");
-    auto c = churn(ioc, *client, kubeconfig, ns, full->metricsPort, churnOptions.changes,
-                   churnOptions.rate, churnOptions.pods);
+    auto c = churn(ioc, *client, kubeconfig, ns.of(churnPolicy), churnPolicy, full->metricsPort,
+                   churnOptions.changes, churnOptions.rate, churnOptions.pods);
     if (!c) {
       return 1;
     }
@@ -1002,7 +1138,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   // seeded pods and the baseline's without: the converged process above also carries what its
   // 10,000-write burst left in the heap, which the baseline (a restart) never had.
   phase("restart");
-  auto restart = coldStart(ioc, *client, binary, kubeconfig, ns, policies, workers);
+  auto restart = coldStart(ioc, *client, binary, kubeconfig, policies, workers);
   if (!restart) {
     return 1;
   }
@@ -1041,7 +1177,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   // scale curve, which goes from the seeded pods up, then down.
   int seeded = 0;
   if (!forEachItem(
-          ioc, *client, kPodsResource, ns, [&](const rapidjson::Value&) { ++seeded; },
+          ioc, *client, kPodsResource, "", [&](const rapidjson::Value&) { ++seeded; },
           "app=bench")) {
     return 1;
   }
@@ -1060,8 +1196,8 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
   int serial = static_cast<int>(std::random_device()() % 200);
   for (const auto& [sig, label] : {std::pair<int, const char*>{SIGKILL, "sigkill"},
                                    std::pair<int, const char*>{SIGTERM, "sigterm"}}) {
-    auto f =
-        failover(ioc, *client, binary, kubeconfig, ns, workers, kChurnPolicy + 1, sig, ++serial);
+    auto f = failover(ioc, *client, binary, kubeconfig, ns.of(churnPolicy + 1), workers,
+                      churnPolicy + 1, sig, ++serial);
     if (!f) {
       return 1;
     }
@@ -1092,6 +1228,26 @@ int run(const std::string& kubeconfig, const std::string& binary, const std::str
       policies, full->cachedPods, full->synced, full->ready, full->quiet, total / policies,
       steadyWrites, full->rss, base.cachedPods, base.rss, restartRss, perPod, perPodConverged);
   printScaleCurve(curve->first, base, policies);
+
+  if (floorDeployments > 0) {
+    // Last, as nothing is cleaned up after it: the bench's cluster is torn down next.
+    phase("the cluster's floor: Deployments like the gateways', straight to the API server");
+    const auto floor = deploymentFloor(ioc, *client, ns, floorDeployments);
+    if (!floor) {
+      return 1;
+    }
+    std::printf(
+        "deployment_floor: deployments=%d workers=16 created_seconds=%.2f "
+        "available_seconds=%.2f ready_over_floor=%.2f floor_over_ceiling=%.2f\n",
+        floorDeployments, floor->created, floor->available, full->ready / floor->available,
+        floor->available / *raw);
+    std::printf(
+        "{\"figure\":\"deployment_floor\",\"deployments\":%d,\"workers\":16,"
+        "\"created_s\":%.2f,\"available_s\":%.2f,\"time_to_ready_s\":%.2f,"
+        "\"raw_write_seconds\":%.2f,\"ready_over_floor\":%.2f,\"floor_over_ceiling\":%.2f}\n",
+        floorDeployments, floor->created, floor->available, full->ready, *raw,
+        full->ready / floor->available, floor->available / *raw);
+  }
   return 0;
 }
 
@@ -1104,6 +1260,8 @@ int main(int argc, char** argv) {
   std::string kubeconfig;
   std::string binary;
   std::string ns = "bench";
+  int64_t namespaces = 1;
+  int64_t floorDeployments = 0;
   int64_t policies = 1000;
   int64_t pools = 20;
   int64_t workers = 8;
@@ -1117,7 +1275,15 @@ int main(int argc, char** argv) {
       "scale-curve", scaleCurve,
       "Comma-separated seeded-pod counts for the scale curve at the end (empty: none).");
   flags.addString("operator", binary, "The egress-operator binary.");
-  flags.addString("namespace", ns, "Namespace of the policies (the seeded pods' namespace).");
+  flags.addString("namespace", ns,
+                  "Namespace of the policies and the seeded pods, or, with --namespaces, the "
+                  "prefix of theirs (<namespace>-<i>).");
+  flags.addInt("namespaces", namespaces,
+               "Namespaces the policies and seeded pods are spread over (as informer_bench "
+               "--create spread the pods).");
+  flags.addInt("floor-deployments", floorDeployments,
+               "At the end, Deployments like the gateways' to create straight through the API "
+               "server, timed until every one is Available: the cluster's own floor (0: none).");
   flags.addInt("policies", policies, "Policies to create, one gateway replica each.");
   flags.addInt("pools", pools, "IPAMPools (a /24 each) the policies are spread over.");
   flags.addInt("workers", workers, "The operator's --workers.");
@@ -1129,6 +1295,14 @@ int main(int argc, char** argv) {
   if (auto err = flags.parse(argc, argv); !err.empty() || help || binary.empty()) {
     std::fprintf(help ? stdout : stderr, "%s\n%s", err.c_str(), flags.usage().c_str());
     return help ? 0 : 2;
+  }
+  const bench::BenchNamespaces layout{ns, static_cast<int>(namespaces)};
+  if (namespaces < 1 || policies < bench::selectingPolicies(layout) + 2) {
+    std::fprintf(stderr,
+                 "--namespaces must be at least 1, and --policies at least %d (those selecting "
+                 "the seeded pods, the churn policy and the failover's)\n",
+                 bench::selectingPolicies(layout) + 2);
+    return 2;
   }
   std::vector<int> sizes;
   for (size_t at = 0; at < scaleCurve.size();) {
@@ -1147,6 +1321,6 @@ int main(int argc, char** argv) {
   churn.changes = static_cast<int>(churnChanges);
   churn.pods = static_cast<int>(churnPods);
   churn.rate = churnRate;
-  return bench::run(kubeconfig, binary, ns, static_cast<int>(policies), static_cast<int>(pools),
-                    static_cast<int>(workers), churn, sizes);
+  return bench::run(kubeconfig, binary, layout, static_cast<int>(policies), static_cast<int>(pools),
+                    static_cast<int>(workers), churn, sizes, static_cast<int>(floorDeployments));
 }
