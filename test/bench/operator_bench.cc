@@ -11,6 +11,9 @@
 //                    does), so their tail outlasts the last status write on a busy server;
 //   writes_per_policy  the operator's POST/PUT/PATCH/DELETE requests (rest_client_requests_total)
 //                    until quiet, divided by the policies, and by verb (at Ready and at quiet);
+//   server_writes_until_quiet  every writer's requests in that time by verb and resource, as the
+//                    API server counts them (apiserver_request_total): which of the operator's
+//                    writes go where, and what the rest of the control plane writes meanwhile;
 //   rss              the operator's resident memory (process_resident_memory_bytes) 3 s after
 //                    quiet (one round of the Manager's heap release past the burst: the bench
 //                    runs it with --heap-release-period=2s); and per cached pod: a restart's
@@ -18,7 +21,7 @@
 //                    pods, over the difference in cached pods.
 // Then 60 s of steady state after quiet: writes made meanwhile (the target is 0). Then churn:
 // --churn label flips, paced at --churn-rate, of --churn-pods pods bound to the fake nodes, each
-// moving a pod into or out of policy bench-10's selector; the latency from each flip's PATCH to
+// moving a pod into or out of the churn policy's selector; the latency from each flip's PATCH to
 // the update of the policy's ConfigMap that reflects it (matched by its data.sources), p50/p99,
 // and the operator's CPU seconds (process_cpu_seconds_total) per 1,000 flips. Then a restart,
 // and, with the operator stopped, the API server's ceiling: the operator's POSTs, PUTs and
@@ -116,6 +119,79 @@ double writes(const std::string& m, const std::string& verb) {
 
 double allWrites(const std::string& m) {
   return writes(m, "POST") + writes(m, "PUT") + writes(m, "PATCH") + writes(m, "DELETE");
+}
+
+// A label's value in one sample line of the Prometheus text format ("" if absent).
+std::string labelValue(const std::string& line, const std::string& name) {
+  const std::string key = name + "=\"";
+  size_t at = line.find(key);
+  while (at != std::string::npos && at > 0 && line[at - 1] != '{' && line[at - 1] != ',') {
+    at = line.find(key, at + 1);  // "resource=" inside "subresource="
+  }
+  if (at == std::string::npos) {
+    return "";
+  }
+  const size_t from = at + key.size();
+  return line.substr(from, line.find('"', from) - from);
+}
+
+// Every writer's requests as the API server counts them (apiserver_request_total), keyed
+// "VERB resource[/subresource]", and their 409s again under the key plus " 409": the operator's
+// writes by resource, and the rest of the control plane's, which the operator's own
+// rest_client_requests_total cannot tell apart.
+std::map<std::string, double> serverWrites(boost::asio::io_context& ioc, kube::RestClient& client) {
+  std::map<std::string, double> out;
+  auto r = testutil::runSync(ioc, client.raw("GET", "/metrics"));
+  if (!r || r->status != 200) {
+    std::fprintf(stderr, "the API server's /metrics: %s\n",
+                 r ? std::to_string(r->status).c_str() : r.error().message().c_str());
+    return out;
+  }
+  static const std::set<std::string> kWriteVerbs = {"POST",  "PUT",    "PATCH",
+                                                    "APPLY", "DELETE", "DELETECOLLECTION"};
+  std::istringstream in(r->body);
+  std::string line;
+  const std::string name = "apiserver_request_total{";
+  while (std::getline(in, line)) {
+    if (line.compare(0, name.size(), name) != 0) {
+      continue;
+    }
+    const std::string verb = labelValue(line, "verb");
+    if (kWriteVerbs.count(verb) == 0) {
+      continue;
+    }
+    const std::string sub = labelValue(line, "subresource");
+    const std::string key =
+        verb + " " + labelValue(line, "resource") + (sub.empty() ? "" : "/" + sub);
+    const double v = std::stod(line.substr(line.rfind(' ') + 1));
+    out[key] += v;
+    if (labelValue(line, "code") == "409") {
+      out[key + " 409"] += v;
+    }
+  }
+  return out;
+}
+
+// after - before, the keys that grew, printed as one line and one JSON figure.
+void printServerWrites(const char* figure, const std::map<std::string, double>& before,
+                       const std::map<std::string, double>& after, int policies) {
+  std::string line;
+  std::string json;
+  for (const auto& [key, v] : after) {
+    const auto it = before.find(key);
+    const double d = v - (it == before.end() ? 0 : it->second);
+    if (d <= 0) {
+      continue;
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s%s %.0f", line.empty() ? "" : ", ", key.c_str(), d);
+    line += buf;
+    std::snprintf(buf, sizeof buf, "%s\"%s\":%.0f", json.empty() ? "" : ",", key.c_str(), d);
+    json += buf;
+  }
+  std::printf("%s: policies=%d every writer's: %s\n", figure, policies, line.c_str());
+  std::printf("{\"figure\":\"%s\",\"policies\":%d,\"requests\":{%s}}\n", figure, policies,
+              json.c_str());
 }
 
 // Every item of a paged LIST (of those matching `labelSelector`, if given).
@@ -1083,10 +1159,13 @@ int run(const std::string& kubeconfig, const std::string& binary, const BenchNam
       listed->podJson, listed->podJsonUnmanaged);
 
   phase("cold start");
+  const auto serverBefore = serverWrites(ioc, *client);
   auto full = coldStart(ioc, *client, binary, kubeconfig, policies, workers);
   if (!full) {
     return 1;
   }
+  printServerWrites("server_writes_until_quiet", serverBefore, serverWrites(ioc, *client),
+                    policies);
   const double total = allWrites(full->metrics);
   std::printf(
       "time_to_synced=%.2fs time_to_ready=%.2fs time_to_quiet=%.2fs policies=%d "
