@@ -300,13 +300,12 @@ std::vector<std::string> BenchNamespaces::all() const {
 
 bool ensureNamespaces(boost::asio::io_context& ioc, kube::RestClient& client,
                       const BenchNamespaces& ns) {
-  const kube::Resource namespaces{"", "v1", "namespaces", false};
   const kube::Resource serviceAccounts{"", "v1", "serviceaccounts", true};
   std::vector<std::string> waiting;
   for (const auto& name : ns.all()) {
     const std::string body =
         R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + name + "\"}}";
-    auto r = testutil::runSync(ioc, client.create(namespaces, "", body));
+    auto r = testutil::runSync(ioc, client.create(kNamespaces, "", body));
     if (!r && !r.error().isAlreadyExists()) {
       std::fprintf(stderr, "create namespace %s: %s\n", name.c_str(), r.error().message().c_str());
       return false;

@@ -22,6 +22,7 @@
 namespace egress::bench {
 
 inline const kube::Resource kPods{"", "v1", "pods", true};
+inline const kube::Resource kNamespaces{"", "v1", "namespaces", false};
 
 // Resident set size of this process in bytes (VmRSS).
 inline size_t rssBytes() {

@@ -733,8 +733,7 @@ std::optional<double> ceiling(boost::asio::io_context& ioc, kube::RestClient& cl
   w.objects = objects;
   const std::string nsBody =
       R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"bench-ceiling"}})";
-  (void)testutil::runSync(ioc,
-                          client.create(kube::Resource{"", "v1", "namespaces", false}, "", nsBody));
+  (void)testutil::runSync(ioc, client.create(kNamespaces, "", nsBody));
   for (int i = 0; i < objects; ++i) {  // the objects the updates replace, not timed
     const std::string name = "scratch-" + std::to_string(i);
     auto r = testutil::runSync(ioc, client.create(kConfigMaps, w.ns, scratchConfigMap(name, -1)));
@@ -747,8 +746,7 @@ std::optional<double> ceiling(boost::asio::io_context& ioc, kube::RestClient& cl
   const auto start = std::chrono::steady_clock::now();
   runWorkers(ioc, kWorkers, w.done, [&w] { return ceilingWorker(&w); });
   const double seconds = secondsSince(start);
-  (void)testutil::runSync(
-      ioc, client.remove(kube::Resource{"", "v1", "namespaces", false}, "", "bench-ceiling"));
+  (void)testutil::runSync(ioc, client.remove(kNamespaces, "", "bench-ceiling"));
   if (w.failures > 0) {
     std::fprintf(stderr, "%d of the ceiling's writes failed\n", w.failures);
     return std::nullopt;
