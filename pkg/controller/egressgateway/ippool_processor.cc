@@ -296,7 +296,7 @@ net::awaitable<ReconcileResult> IPPoolProcessor::moveStaleHolders(
   co_return ReconcileResult::done();
 }
 
-net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(const EgressGatewayPolicyInfo& info) {
+net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(EgressGatewayPolicyInfo& info) {
   const auto& ledger = info.assignment->entries;
   auto holders = entryHolders(info, ledger);
   // Pods already written by this reconcile (a move), left alone below.
@@ -318,8 +318,8 @@ net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(const EgressGatewa
   }
   // Pods that need an entry, oldest first: those without one, and those whose entry is not (or
   // no longer) theirs. Terminating pods keep what they have until they are gone.
-  std::vector<const EgressPodInfo*> waiting;
-  for (const auto& [name, p] : info.egressPods) {
+  std::vector<EgressPodInfo*> waiting;
+  for (auto& [name, p] : info.egressPods) {
     if (!p.terminating && holding.count(name) == 0 && written.count(name) == 0) {
       waiting.push_back(&p);
     }
@@ -329,7 +329,7 @@ net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(const EgressGatewa
            std::tie(b->pod->metadata.creationTimestamp, b->pod->metadata.name);
   });
   size_t nextFree = 0;
-  for (const EgressPodInfo* p : waiting) {
+  for (EgressPodInfo* p : waiting) {
     std::string value;
     if (nextFree < free.size()) {
       value = free[nextFree++];
@@ -341,10 +341,17 @@ net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(const EgressGatewa
     if (!patched) {
       co_return ReconcileResult::error(patched.error());
     }
-    if (*patched && !value.empty()) {
+    if (!*patched) {
+      continue;  // gone meanwhile: it holds nothing
+    }
+    if (!value.empty()) {
       ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeNormal,
                           "Assigned", "gateway pod " + podName + " holds " + value);
     }
+    // The rest of this reconcile sees what the pod now carries, not the cached copy the watch
+    // has yet to replace: otherwise a pod that is already Ready (its Deployment Available) is
+    // reported as holding nothing, one status write (Ready=False GatewaysNotReady) before Ready.
+    p->egressIPs = value;
   }
   co_return ReconcileResult::done();
 }

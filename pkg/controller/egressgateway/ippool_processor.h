@@ -43,8 +43,7 @@ class IPPoolProcessor : public PolicyProcessor {
  private:
   ipam::AssignRequest request(const EgressGatewayPolicyInfo& info) const;
   net::awaitable<controllerruntime::ReconcileResult> writeLedger(EgressGatewayPolicyInfo& info);
-  net::awaitable<controllerruntime::ReconcileResult> annotatePods(
-      const EgressGatewayPolicyInfo& info);
+  net::awaitable<controllerruntime::ReconcileResult> annotatePods(EgressGatewayPolicyInfo& info);
   // With the agent: staleHolderMoves (holder_moves.h), each with an Event; updates `holders`
   // and adds the pods it wrote to `written`.
   net::awaitable<controllerruntime::ReconcileResult> moveStaleHolders(

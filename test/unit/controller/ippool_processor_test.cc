@@ -1,0 +1,234 @@
+// Component tests of the IPPoolProcessor: one reconcile's allocation, ledger write and gateway-pod
+// annotation, with the shared cache fed by fake ListerWatchers and the writes sent through the
+// REST client to the in-process API server of test/unit/kube.
+#include "pkg/controller/egressgateway/ippool_processor.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "pkg/cache/informer_factory.h"
+#include "pkg/controller/conditions.h"
+#include "pkg/controller/egressgateway/status.h"
+#include "pkg/controller/names.h"
+#include "pkg/kube/rest_client.h"
+#include "test/testutil/run_sync.h"
+#include "test/unit/cache/fake_lister_watcher.h"
+#include "test/unit/kube/fake_api_server.h"
+
+namespace egress::controller {
+namespace {
+
+using controllerruntime::ReconcileResult;
+using kube::testing::FakeApiServer;
+using kube::testing::FakeRequest;
+using kube::testing::FakeResponse;
+
+FakeResponse json(int status, std::string body) {
+  FakeResponse r;
+  r.status = status;
+  r.headers = {{"Content-Type", "application/json"}};
+  r.body = std::move(body);
+  return r;
+}
+
+constexpr char kPoolJson[] =
+    R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"IPAMPool",)"
+    R"("metadata":{"name":"pool","resourceVersion":"3","creationTimestamp":"2026-11-01T00:00:00Z"},)"
+    R"("spec":{"cidrs":["203.0.113.0/30"]}})";
+
+class IPPoolProcessorTest : public ::testing::Test {
+ protected:
+  IPPoolProcessorTest() {
+    factory_ = std::make_unique<cache::SharedInformerFactory>(
+        [this](const kube::Resource& resource, const std::string&,
+               const std::string&) -> std::unique_ptr<cache::ListerWatcher> {
+          auto lw = std::make_unique<cache::testing::FakeListerWatcher>();
+          const bool pools = resource.resource == "ipampools";
+          lw->onList = [pools](const kube::ListOptions&) {
+            std::vector<std::string> items;
+            if (pools) {
+              items.push_back(kPoolJson);
+            }
+            return kube::Result<rapidjson::Document>(cache::testing::listDoc(items, "10"));
+          };
+          lw->onWatch =
+              [this](const kube::ListOptions&) -> kube::Result<std::unique_ptr<kube::Watch>> {
+            return std::unique_ptr<kube::Watch>(
+                std::make_unique<cache::testing::FakeWatch>(ioc_.get_executor()));
+          };
+          return lw;
+        },
+        clock_, ioc_.get_executor());
+    cache_ = std::make_unique<Cache>(*factory_, true);
+    factory_->start();
+    runUntil([&] { return cache_->pools().hasSynced(); });
+
+    kube::RestConfig config;
+    config.server = server_.url();
+    config.qps = 0;
+    kube::RestClientOptions clientOptions;
+    clientOptions.maxRetries = 0;
+    auto c = kube::RestClient::create(ioc_.get_executor(), config, nullptr, clientOptions);
+    EXPECT_TRUE(c) << c.error().message();
+    client_ = std::move(*c);
+    recorder_ = std::make_unique<controllerruntime::EventRecorder>(
+        ioc_.get_executor(), *client_, clock_, controllerruntime::EventRecorderOptions{}, nullptr);
+    ctx_ = std::make_unique<Context>(
+        Context{*client_, *cache_, allocator_, *recorder_, clock_, metrics_, {}, {}, {}});
+  }
+
+  ~IPPoolProcessorTest() override {
+    recorder_.reset();
+    factory_->stop();
+    server_.closeAll();
+    for (int i = 0; i < 100 && ioc_.poll() > 0; ++i) {
+      ioc_.restart();
+    }
+  }
+
+  // Runs the io_context until `done` holds. The limit only turns a hang into a failure.
+  void runUntil(const std::function<bool()>& done) {
+    for (int idle = 0; !done() && idle < 2;) {
+      ioc_.restart();
+      idle = ioc_.run_one_for(std::chrono::seconds(5)) == 0 ? idle + 1 : 0;
+    }
+    ASSERT_TRUE(done()) << "the io_context went idle first";
+  }
+
+  // The API server: a status update is answered with what was sent, a pod patch with the pod
+  // (404 for the pods in gone_), an Event with itself.
+  FakeResponse handle(const FakeRequest& r) {
+    if (r.method == "PATCH" && r.target.find("/pods/") != std::string::npos) {
+      const std::string name = r.target.substr(r.target.rfind('/') + 1);
+      const std::string pod = name.substr(0, name.find('?'));
+      patched_.push_back(pod + " " + r.body);
+      if (gone_.count(pod) != 0) {
+        return json(404,
+                    R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound",)"
+                    R"("code":404,"message":"pods \")" +
+                        pod + R"(\" not found"})");
+      }
+      return json(200, R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + pod +
+                           R"(","namespace":"ns","resourceVersion":"20"}})");
+    }
+    if (r.method == "PUT" && r.target.find("/status") != std::string::npos) {
+      ++statusWrites_;
+      return json(200, r.body);
+    }
+    return json(201, r.body);
+  }
+
+  // A policy of one replica from IPAMPool "pool", its ledger not yet written, and its Deployment
+  // already rolled out (as after an operator restart, or a Deployment that came up fast).
+  EgressGatewayPolicyInfo info() {
+    EgressGatewayPolicyInfo i;
+    i.key = "ns/p";
+    i.ns = "ns";
+    i.name = "p";
+    auto policy = std::make_shared<v1alpha1::EgressGatewayPolicy>();
+    policy->metadata.name = "p";
+    policy->metadata.namespace_ = "ns";
+    policy->metadata.resourceVersion = "5";
+    policy->metadata.generation = 1;
+    policy->spec.egressIP.pool = "pool";
+    policy->spec.gateway.replicas = 1;
+    i.policy = policy;
+    i.current = *policy;
+    auto config = std::make_shared<v1alpha1::OperatorConfig>();
+    config->spec.gatewayImage = "img";
+    i.config = config;
+    i.poolName = "pool";
+    i.pool = cache_->pool("pool");
+    auto d = std::make_shared<apps::Deployment>();
+    d->metadata.generation = 1;
+    d->spec.replicas = 1;
+    d->status.observedGeneration = 1;
+    d->status.replicas = 1;
+    d->status.updatedReplicas = 1;
+    d->status.availableReplicas = 1;
+    d->status.readyReplicas = 1;
+    i.deployment.deployment = d;
+    return i;
+  }
+
+  void addPod(EgressGatewayPolicyInfo& i, const std::string& name, int64_t created) {
+    auto pod = std::make_shared<core::Pod>();
+    pod->metadata.name = name;
+    pod->metadata.namespace_ = "ns";
+    pod->metadata.creationTimestamp = meta::Time(std::chrono::seconds(created));
+    pod->spec.nodeName = "node-" + name;
+    EgressPodInfo p;
+    p.pod = pod;
+    p.ready = true;
+    p.containersReady = true;
+    i.egressPods[name] = p;
+  }
+
+  ReconcileResult process(EgressGatewayPolicyInfo& i) {
+    IPPoolProcessor processor(*ctx_);
+    auto result = testutil::runSync(ioc_, processor.process(i));
+    return result;
+  }
+
+  net::io_context ioc_;
+  FakeClock clock_{ioc_.get_executor()};
+  FakeApiServer server_{ioc_, [this](const FakeRequest& r) { return handle(r); }};
+  std::unique_ptr<kube::RestClient> client_;
+  std::unique_ptr<cache::SharedInformerFactory> factory_;
+  std::unique_ptr<Cache> cache_;
+  ipam::Allocator allocator_;
+  Metrics metrics_{nullptr};
+  std::unique_ptr<controllerruntime::EventRecorder> recorder_;
+  std::unique_ptr<Context> ctx_;
+  std::set<std::string> gone_;
+  std::vector<std::string> patched_;
+  int statusWrites_ = 0;
+};
+
+// The pod's annotation reaches the cache only with the watch's next event; the status this
+// reconcile writes must already count the pod as holding its entry. Otherwise a pod that is Ready
+// by then is reported as holding nothing (Ready=False GatewaysNotReady, no gateways[].pod), and
+// the watch event costs a second status write that says Ready.
+TEST_F(IPPoolProcessorTest, TheReconcileThatAnnotatesAPodSeesItHoldItsEntry) {
+  auto i = info();
+  addPod(i, "gw-a", 10);
+  auto result = process(i);
+  ASSERT_TRUE(result.isDone());
+  ASSERT_TRUE(i.assignment);
+  ASSERT_EQ(i.assignment->entries.size(), 1u);
+  EXPECT_EQ(statusWrites_, 1);  // the ledger
+  ASSERT_EQ(patched_.size(), 1u);
+  EXPECT_THAT(patched_[0], ::testing::HasSubstr("203.0.113.1"));
+
+  EXPECT_EQ(i.egressPods["gw-a"].egressIPs, "203.0.113.1");
+  const auto status = desiredStatus(i, meta::Time(std::chrono::seconds(1'800'000'000)));
+  const auto* ready = meta::findCondition(status.conditions, kConditionReady);
+  ASSERT_NE(ready, nullptr);
+  EXPECT_EQ(ready->status, "True") << ready->reason << ": " << ready->message;
+  ASSERT_EQ(status.gateways.size(), 1u);
+  EXPECT_EQ(status.gateways[0].pod, "gw-a");
+}
+
+// A pod deleted before its patch holds nothing: the entry stays free for the pod that replaces
+// it, and the status does not report a holder that is gone.
+TEST_F(IPPoolProcessorTest, APodGoneBeforeItsPatchHoldsNothing) {
+  auto i = info();
+  addPod(i, "gw-a", 10);
+  gone_.insert("gw-a");
+  auto result = process(i);
+  ASSERT_TRUE(result.isDone());
+  ASSERT_EQ(patched_.size(), 1u);
+  EXPECT_EQ(i.egressPods["gw-a"].egressIPs, "");
+  const auto status = desiredStatus(i, meta::Time(std::chrono::seconds(1'800'000'000)));
+  ASSERT_EQ(status.gateways.size(), 1u);
+  EXPECT_EQ(status.gateways[0].pod, "");
+}
+
+}  // namespace
+}  // namespace egress::controller
