@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -24,16 +25,22 @@ namespace egress::bench {
 inline const kube::Resource kPods{"", "v1", "pods", true};
 inline const kube::Resource kNamespaces{"", "v1", "namespaces", false};
 
-// Resident set size of this process in bytes (VmRSS).
-inline size_t rssBytes() {
-  std::ifstream in("/proc/self/status");
+// A "Vm...:" line of /proc/<pid>/status in bytes ("self" for this process); 0 if absent.
+inline size_t procStatusBytes(const std::string& pid, std::string_view field) {
+  std::ifstream in("/proc/" + pid + "/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      return std::stoull(line.substr(6)) * 1024;
+    if (line.size() > field.size() && line.compare(0, field.size(), field) == 0 &&
+        line[field.size()] == ':') {
+      return std::stoull(line.substr(field.size() + 1)) * 1024;
     }
   }
   return 0;
+}
+
+// Resident set size of this process in bytes (VmRSS).
+inline size_t rssBytes() {
+  return procStatusBytes("self", "VmRSS");
 }
 
 // What the calling thread allocated, counted by the malloc/calloc/realloc/free this library

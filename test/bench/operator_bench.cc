@@ -18,7 +18,8 @@
 //                    quiet (one round of the Manager's heap release past the burst: the bench
 //                    runs it with --heap-release-period=2s); and per cached pod: a restart's
 //                    (every policy Ready) over the RSS of another restart without the seeded
-//                    pods, over the difference in cached pods.
+//                    pods, over the difference in cached pods;
+//   peak_rss         the most the operator was resident from its start until then (VmHWM).
 // Then 60 s of steady state after quiet: writes made meanwhile (the target is 0). Then churn:
 // --churn label flips, paced at --churn-rate, of --churn-pods pods bound to the fake nodes, each
 // moving a pod into or out of the churn policy's selector; the latency from each flip's PATCH to
@@ -247,6 +248,8 @@ struct ColdStart {
   std::string atReady;  // /metrics when every policy is Ready
   std::string metrics;  // /metrics once quiet
   double rss = 0;
+  // The most it was resident at any time until then (VmHWM): the convergence burst's peak.
+  double peakRss = 0;
   int cachedPods = 0;  // the pods in the cluster, all of which the operator caches
 };
 
@@ -323,6 +326,7 @@ std::optional<ColdStart> coldStart(boost::asio::io_context& ioc, kube::RestClien
   // keeps rather than the burst's leftovers.
   std::this_thread::sleep_for(3s);
   run.rss = metric(testenv::httpGet(run.metricsPort, "/metrics"), "process_resident_memory_bytes");
+  run.peakRss = static_cast<double>(procStatusBytes(std::to_string(run.op->pid()), "VmHWM"));
   forEachItem(ioc, client, kPodsResource, "", [&](const rapidjson::Value&) { ++run.cachedPods; });
   return run;
 }
@@ -1179,8 +1183,9 @@ int run(const std::string& kubeconfig, const std::string& binary, const BenchNam
         writes(*m, "DELETE"), metric(*m, "rest_client_requests_total", "code=\"409\""),
         metric(*m, "event_recorder_dropped_total"));
   }
-  std::printf("rss=%.1fMiB cached_pods=%d rss_per_cached_pod_total=%.0fB\n", full->rss / 1048576.0,
-              full->cachedPods, full->cachedPods > 0 ? full->rss / full->cachedPods : 0.0);
+  std::printf("rss=%.1fMiB peak_rss=%.1fMiB cached_pods=%d rss_per_cached_pod_total=%.0fB\n",
+              full->rss / 1048576.0, full->peakRss / 1048576.0, full->cachedPods,
+              full->cachedPods > 0 ? full->rss / full->cachedPods : 0.0);
 
   std::this_thread::sleep_for(60s);
   const std::string after = testenv::httpGet(full->metricsPort, "/metrics");
@@ -1299,11 +1304,13 @@ int run(const std::string& kubeconfig, const std::string& binary, const BenchNam
       "{\"figure\":\"operator_cold_start\",\"policies\":%d,\"pods\":%d,"
       "\"time_to_synced_s\":%.2f,\"time_to_ready_s\":%.2f,\"time_to_quiet_s\":%.2f,"
       "\"writes_per_policy\":%.2f,"
-      "\"steady_state_60s_writes\":%.0f,\"rss_bytes\":%.0f,\"baseline_pods\":%d,"
+      "\"steady_state_60s_writes\":%.0f,\"rss_bytes\":%.0f,\"peak_rss_bytes\":%.0f,"
+      "\"baseline_pods\":%d,"
       "\"baseline_rss_bytes\":%.0f,\"restart_rss_bytes\":%.0f,"
       "\"rss_bytes_per_cached_pod\":%.0f,\"rss_bytes_per_cached_pod_converged\":%.0f}\n",
       policies, full->cachedPods, full->synced, full->ready, full->quiet, total / policies,
-      steadyWrites, full->rss, base.cachedPods, base.rss, restartRss, perPod, perPodConverged);
+      steadyWrites, full->rss, full->peakRss, base.cachedPods, base.rss, restartRss, perPod,
+      perPodConverged);
   printScaleCurve(curve->first, base, policies);
 
   if (floorDeployments > 0) {
