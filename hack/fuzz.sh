@@ -6,6 +6,7 @@
 #   ipam        pkg/ipam against its brute-force model (test/fuzz/ipam_fuzz.cc)
 #   watch       pkg/kube's watch-event stream decoder, cut into reads (test/fuzz/watch_fuzz.cc)
 #   kubeconfig  pkg/kube's kubeconfig parser and RestConfig builder (test/fuzz/kubeconfig_fuzz.cc)
+#   list        pkg/kube's item-by-item LIST decoder, against a whole parse (test/fuzz/list_fuzz.cc)
 # Exits non-zero on a finding; the reproducer is written to build/fuzz/artifacts/ (rerun it with
 # `build/fuzz/test/fuzz/<target>_fuzz <file>`). Each run's output, with libFuzzer's final stats
 # (executions, cov:, corpus size), is kept in build/fuzz/logs/<target>.log.
@@ -24,7 +25,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(decode ipam watch kubeconfig)
+  targets=(decode ipam watch kubeconfig list)
 fi
 build=build/fuzz
 

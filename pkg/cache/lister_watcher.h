@@ -12,7 +12,6 @@
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
-#include <rapidjson/document.h>
 
 #include "pkg/kube/rest_client.h"
 
@@ -23,7 +22,8 @@ namespace net = boost::asio;
 class ListerWatcher {
  public:
   virtual ~ListerWatcher() = default;
-  virtual net::awaitable<kube::Result<rapidjson::Document>> list(kube::ListOptions options) = 0;
+  // One page, decoded item by item as the reflector takes its items (list_page.h).
+  virtual net::awaitable<kube::Result<kube::ListPage>> list(kube::ListOptions options) = 0;
   virtual net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> watch(
       kube::ListOptions options) = 0;
   // "pods" etc., for logs.

@@ -11,11 +11,10 @@ RestListerWatcher::RestListerWatcher(kube::RestClient& client, kube::Resource re
       labelSelector_(std::move(labelSelector)),
       fieldSelector_(std::move(fieldSelector)) {}
 
-net::awaitable<kube::Result<rapidjson::Document>> RestListerWatcher::list(
-    kube::ListOptions options) {
+net::awaitable<kube::Result<kube::ListPage>> RestListerWatcher::list(kube::ListOptions options) {
   options.labelSelector = labelSelector_;
   options.fieldSelector = fieldSelector_;
-  co_return co_await client_.list(resource_, ns_, std::move(options));
+  co_return co_await client_.listPage(resource_, ns_, std::move(options));
 }
 
 net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> RestListerWatcher::watch(

@@ -18,7 +18,7 @@ class RestListerWatcher : public ListerWatcher {
  public:
   RestListerWatcher(kube::RestClient& client, kube::Resource resource, std::string ns,
                     std::string labelSelector = "", std::string fieldSelector = "");
-  net::awaitable<kube::Result<rapidjson::Document>> list(kube::ListOptions options) override;
+  net::awaitable<kube::Result<kube::ListPage>> list(kube::ListOptions options) override;
   net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> watch(
       kube::ListOptions options) override;
   std::string describe() const override;

@@ -1,5 +1,9 @@
 #include "pkg/kube/gzip.h"
 
+#include <algorithm>
+#include <optional>
+#include <vector>
+
 #include <zlib.h>
 
 namespace egress::kube {
@@ -9,71 +13,100 @@ Error corrupt(const std::string& why) {
   return Error::decode("gzip-encoded response body: " + why);
 }
 
-// zlib's stream, ended on every path out.
-class Inflater {
- public:
-  Inflater() { ok_ = inflateInit2(&z_, 15 + 16) == Z_OK; }  // 16: gzip framing only
-  ~Inflater() {
-    if (ok_) {
-      inflateEnd(&z_);
-    }
-  }
-  Inflater(const Inflater&) = delete;
-  Inflater& operator=(const Inflater&) = delete;
-
-  bool ok() const { return ok_; }
-  z_stream& z() { return z_; }
-
- private:
-  z_stream z_{};
-  bool ok_ = false;
-};
-
 }  // namespace
 
-Result<std::string> gunzip(std::string_view compressed, size_t maxBytes) {
-  Inflater inflater;
-  if (!inflater.ok()) {
-    return corrupt("zlib could not start");
+struct GunzipReader::State {
+  State(std::string_view compressed, size_t maxBytes, size_t chunkBytes)
+      : maxBytes(maxBytes), out(std::max<size_t>(chunkBytes, 1)) {
+    started = inflateInit2(&z, 15 + 16) == Z_OK;  // 16: gzip framing only
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+    z.avail_in = static_cast<uInt>(compressed.size());
   }
-  z_stream& z = inflater.z();
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  z.avail_in = static_cast<uInt>(compressed.size());
-  std::string out;
-  // Compressed JSON is typically 8-12 times smaller: start there and grow.
-  out.resize(std::min(maxBytes, std::max<size_t>(compressed.size() * 8, 4096)));
-  size_t produced = 0;
-  for (;;) {
-    if (produced == out.size()) {
-      if (out.size() >= maxBytes) {
-        return corrupt("more than " + std::to_string(maxBytes) + " bytes once decompressed");
-      }
-      out.resize(std::min(maxBytes, out.size() * 2));
+  ~State() {
+    if (started) {
+      inflateEnd(&z);
     }
-    z.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
-    z.avail_out = static_cast<uInt>(out.size() - produced);
+  }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  z_stream z{};
+  bool started = false;
+  bool ended = false;
+  size_t maxBytes;
+  size_t produced = 0;
+  std::vector<char> out;
+  std::optional<Error> error;
+};
+
+GunzipReader::GunzipReader(std::string_view compressed, size_t maxBytes, size_t chunkBytes)
+    : state_(std::make_unique<State>(compressed, maxBytes, chunkBytes)) {
+  if (!state_->started) {
+    state_->error = corrupt("zlib could not start");
+  }
+}
+
+GunzipReader::~GunzipReader() = default;
+GunzipReader::GunzipReader(GunzipReader&&) noexcept = default;
+GunzipReader& GunzipReader::operator=(GunzipReader&&) noexcept = default;
+
+size_t GunzipReader::produced() const {
+  return state_->produced;
+}
+
+Result<std::string_view> GunzipReader::read() {
+  State& s = *state_;
+  if (s.error) {
+    return *s.error;
+  }
+  z_stream& z = s.z;
+  while (!s.ended) {
+    z.next_out = reinterpret_cast<Bytef*>(s.out.data());
+    z.avail_out = static_cast<uInt>(s.out.size());
     const int rc = inflate(&z, Z_NO_FLUSH);
-    produced = out.size() - z.avail_out;
+    const size_t n = s.out.size() - z.avail_out;
     if (rc == Z_STREAM_END) {
       if (z.avail_in == 0) {
-        break;
+        s.ended = true;
+      } else if (inflateReset(&z) != Z_OK) {
+        // Another gzip member follows (concatenated streams are one body, as for Go); anything
+        // else fails in the next inflate() as a bad header.
+        s.error = corrupt("zlib could not restart");
       }
-      // Another gzip member follows (concatenated streams are one body, as for Go); anything
-      // else fails in the next inflate() as a bad header.
-      if (inflateReset(&z) != Z_OK) {
-        return corrupt("zlib could not restart");
-      }
-      continue;
+    } else if (rc == Z_BUF_ERROR && z.avail_in == 0) {
+      s.error = corrupt("truncated");
+    } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      s.error = corrupt(z.msg != nullptr ? z.msg : "corrupt data");
     }
-    if (rc == Z_BUF_ERROR && z.avail_in == 0) {
-      return corrupt("truncated");
+    if (!s.error && s.produced + n > s.maxBytes) {
+      s.error = corrupt("more than " + std::to_string(s.maxBytes) + " bytes once decompressed");
     }
-    if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      return corrupt(z.msg != nullptr ? z.msg : "corrupt data");
+    if (s.error) {
+      return *s.error;
+    }
+    s.produced += n;
+    if (n > 0) {
+      return std::string_view(s.out.data(), n);
     }
   }
-  out.resize(produced);
-  return out;
+  return std::string_view();
+}
+
+Result<std::string> gunzip(std::string_view compressed, size_t maxBytes) {
+  // Compressed JSON is typically 8-30 times smaller: reserve the low end and grow from there.
+  std::string out;
+  out.reserve(std::min(maxBytes, std::max<size_t>(compressed.size() * 8, 4096)));
+  GunzipReader reader(compressed, maxBytes);
+  for (;;) {
+    auto chunk = reader.read();
+    if (!chunk) {
+      return chunk.error();
+    }
+    if (chunk->empty()) {
+      return out;
+    }
+    out.append(*chunk);
+  }
 }
 
 }  // namespace egress::kube

@@ -9,6 +9,7 @@
 #include <rapidjson/writer.h>
 
 #include "pkg/kube/client_metrics.h"
+#include "pkg/kube/gzip.h"
 #include "pkg/kube/user_agent.h"
 
 namespace egress::kube {
@@ -350,6 +351,14 @@ net::awaitable<Result<RestClient::Reply>> RestClient::attempt(const Call& call,
       co_return res.error();
     }
     reply.response = std::move(*res);
+    if (call.keepCompressed && (reply.response.status < 200 || reply.response.status >= 300) &&
+        reply.response.header("content-encoding") == "gzip") {
+      // An error's Status is read like any other; a body that does not decompress is dropped,
+      // and the error is described by its status code alone.
+      auto plain = gunzip(reply.response.body, kMaxErrorBody);
+      reply.response.body = plain ? std::move(*plain) : std::string();
+      reply.response.headers.erase("content-encoding");
+    }
     co_return reply;
   }
   auto stream = co_await transport_->openStream(std::move(request));
@@ -399,6 +408,9 @@ net::awaitable<Result<RestClient::Reply>> RestClient::executeUnguarded(Call call
     request.headers.emplace_back("Accept", "application/json");
     if (!call.contentType.empty()) {
       request.headers.emplace_back("Content-Type", call.contentType);
+    }
+    if (call.keepCompressed && !config_.disableCompression) {
+      request.headers.emplace_back("Accept-Encoding", "gzip");
     }
     auto used = co_await addCredentials(request);
     if (!used) {
@@ -486,6 +498,18 @@ net::awaitable<Result<rapidjson::Document>> RestClient::list(Resource r, std::st
                                                              ListOptions opts) {
   Call call{"GET", resourcePath(r, ns, "", "") + listQuery(opts, false), "", ""};
   co_return co_await sendJson(std::move(call));
+}
+
+net::awaitable<Result<ListPage>> RestClient::listPage(Resource r, std::string ns,
+                                                      ListOptions opts) {
+  Call call{"GET", resourcePath(r, ns, "", "") + listQuery(opts, false), "", ""};
+  call.keepCompressed = true;
+  auto res = co_await send(std::move(call));
+  if (!res) {
+    co_return res.error();
+  }
+  const bool gzip = res->header("content-encoding") == "gzip";
+  co_return ListPage(std::move(res->body), gzip, options_.transport.maxResponseBytes);
 }
 
 net::awaitable<Result<rapidjson::Document>> RestClient::create(Resource r, std::string ns,

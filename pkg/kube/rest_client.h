@@ -30,6 +30,7 @@
 #include "pkg/base/clock.h"
 #include "pkg/base/token_bucket.h"
 #include "pkg/kube/errors.h"
+#include "pkg/kube/list_page.h"
 #include "pkg/kube/rest_config.h"
 #include "pkg/kube/retry_policy.h"
 #include "pkg/kube/transport.h"
@@ -138,6 +139,9 @@ class RestClient {
                                                   std::string subresource);
   // One page; loop on metadata.continue for the rest.
   net::awaitable<Result<rapidjson::Document>> list(Resource r, std::string ns, ListOptions opts);
+  // The same page, decoded item by item as it is read (list_page.h): the body is kept as it
+  // arrived, gzip-compressed unless compression is disabled, and never decoded whole.
+  net::awaitable<Result<ListPage>> listPage(Resource r, std::string ns, ListOptions opts);
   net::awaitable<Result<rapidjson::Document>> create(Resource r, std::string ns, std::string body,
                                                      WriteOptions opts);
   // PUT: replaces the object (or a subresource such as "status" or "scale").
@@ -198,6 +202,8 @@ class RestClient {
     std::string body;
     std::string contentType;
     bool watch = false;  // open a stream instead of reading a whole response
+    // Ask for gzip here and leave a 2xx body compressed (the transport then keeps out of it).
+    bool keepCompressed = false;
   };
   // What a successful call returns: the response (a 2xx; its body unless a watch), and a
   // watch's open stream.

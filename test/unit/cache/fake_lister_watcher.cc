@@ -134,15 +134,19 @@ void spawnTicker(net::io_context& ioc, std::function<bool()> turn, bool* done) {
   net::co_spawn(ioc, tick(std::move(turn), done), egress::rethrowUnhandled);
 }
 
-net::awaitable<kube::Result<rapidjson::Document>> FakeListerWatcher::list(
-    kube::ListOptions options) {
+net::awaitable<kube::Result<kube::ListPage>> FakeListerWatcher::list(kube::ListOptions options) {
   lists.push_back(options);
   if (hangLists) {
     co_await waitForCancellation();
     ++cancelled;
     co_return kube::Error::cancelled();
   }
-  co_return onList(options);
+  auto listed = onList(options);
+  if (!listed) {
+    co_return listed.error();
+  }
+  // Through the real item-by-item decoder, as the REST client's pages are.
+  co_return kube::ListPage::fromDocument(*listed);
 }
 
 net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> FakeListerWatcher::watch(

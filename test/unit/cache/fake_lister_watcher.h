@@ -96,7 +96,7 @@ class FakeListerWatcher : public ListerWatcher {
   bool hangWatches = false;
   int cancelled = 0;
 
-  net::awaitable<kube::Result<rapidjson::Document>> list(kube::ListOptions options) override;
+  net::awaitable<kube::Result<kube::ListPage>> list(kube::ListOptions options) override;
   net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> watch(
       kube::ListOptions options) override;
   std::string describe() const override { return "fake"; }

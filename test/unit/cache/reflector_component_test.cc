@@ -53,8 +53,8 @@ class ShortIdleListerWatcher : public ListerWatcher {
                          std::chrono::milliseconds idle)
       : client_(client), transport_(transport), idle_(idle) {}
 
-  net::awaitable<kube::Result<rapidjson::Document>> list(kube::ListOptions options) override {
-    co_return co_await client_.list(kPods, "ns", std::move(options));
+  net::awaitable<kube::Result<kube::ListPage>> list(kube::ListOptions options) override {
+    co_return co_await client_.listPage(kPods, "ns", std::move(options));
   }
   net::awaitable<kube::Result<std::unique_ptr<kube::Watch>>> watch(
       kube::ListOptions options) override {

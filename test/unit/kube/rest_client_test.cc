@@ -26,6 +26,7 @@
 #include "test/testutil/temp_dir.h"
 #include "test/unit/kube/connect_proxy.h"
 #include "test/unit/kube/fake_api_server.h"
+#include "test/unit/kube/gzip_testing.h"
 #include <sys/utsname.h>
 #include <zlib.h>
 
@@ -720,7 +721,7 @@ TEST_F(RestClientTest, WatchIsAGetInTheMetricsAndIsNotRateLimited) {
 std::string goArch() {
   utsname u{};
   uname(&u);
-  const std::string machine = u.machine;
+  std::string machine = u.machine;
   if (machine == "x86_64") {
     return "amd64";
   }
@@ -875,20 +876,7 @@ TEST_F(RestClientTest, NotFoundCarriesTheServerStatus) {
 
 // --- Compression ------------------------------------------------------------------------------
 
-std::string gzipped(const std::string& data) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
-            Z_OK);
-  std::string out(deflateBound(&z, data.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+using testing::gzipped;
 
 FakeResponse podList(const FakeRequest& req, int pods) {
   std::string json = R"({"kind":"PodList","metadata":{"resourceVersion":"9"},"items":[)";
@@ -954,6 +942,81 @@ TEST_F(RestClientTest, CorruptGzipBodyIsAClearError) {
   }
   body = whole;
   ASSERT_TRUE(run(client->list(kPods, "default", {})));
+}
+
+// Every item of a page, through ListPage.
+std::vector<std::string> itemNames(ListPage& page) {
+  std::vector<std::string> names;
+  for (;;) {
+    auto item = page.next();
+    if (!item) {
+      ADD_FAILURE() << item.error().message();
+      return names;
+    }
+    if (!*item) {
+      return names;
+    }
+    names.emplace_back((**item)["metadata"]["name"].GetString());
+  }
+}
+
+TEST_F(RestClientTest, ListPageKeepsTheBodyCompressedAndDecodesItItemByItem) {
+  FakeApiServer server(ioc_, [&](const FakeRequest& req) { return podList(req, 2000); });
+  auto client = makeClient(plainConfig(server));
+  auto page = run(client->listPage(kPods, "default", {}));
+  ASSERT_TRUE(page) << page.error().message();
+  EXPECT_EQ(server.requests()[0].headers.at("accept-encoding"), "gzip");
+  auto names = itemNames(*page);
+  ASSERT_EQ(names.size(), 2000u);
+  EXPECT_EQ(names[0], "pod-0");
+  EXPECT_EQ(names[1999], "pod-1999");
+  EXPECT_EQ(page->resourceVersion(), "9");
+  EXPECT_EQ(page->continueToken(), "");
+
+  // DisableCompression: no Accept-Encoding; the plain body decodes the same way.
+  auto noGzip = plainConfig(server);
+  noGzip.disableCompression = true;
+  auto uncompressed = makeClient(noGzip);
+  auto plain = run(uncompressed->listPage(kPods, "default", {}));
+  ASSERT_TRUE(plain) << plain.error().message();
+  EXPECT_EQ(server.requests()[1].headers.count("accept-encoding"), 0u);
+  EXPECT_EQ(itemNames(*plain).size(), 2000u);
+}
+
+TEST_F(RestClientTest, ListPageReadsAGzippedErrorStatusAndReportsACorruptBody) {
+  const std::string status =
+      R"json({"kind":"Status","apiVersion":"v1","status":"Failure",)json"
+      R"json("message":"too old resource version: 5 (9)","reason":"Expired","code":410})json";
+  int code = 410;
+  std::string body = gzipped(status);
+  FakeApiServer server(ioc_, [&](const FakeRequest&) {
+    FakeResponse r;
+    r.status = code;
+    r.headers = {{"Content-Encoding", "gzip"}};
+    r.body = body;
+    return r;
+  });
+  auto client = makeClient(plainConfig(server));
+  auto expired = run(client->listPage(kPods, "default", {}));
+  ASSERT_FALSE(expired);
+  EXPECT_TRUE(expired.error().isResourceExpired()) << expired.error().message();
+  EXPECT_THAT(expired.error().message(), HasSubstr("too old resource version"));
+
+  // A 2xx body that is cut short fails at the item it breaks, as a gzip error.
+  code = 200;
+  const std::string whole = gzipped(podList(FakeRequest{}, 50).body);
+  body = whole.substr(0, whole.size() / 2);
+  auto page = run(client->listPage(kPods, "default", {}));
+  ASSERT_TRUE(page) << page.error().message();
+  Result<std::optional<rapidjson::Document>> item = std::optional<rapidjson::Document>();
+  size_t decoded = 0;
+  while ((item = page->next()) && *item) {
+    ++decoded;
+  }
+  ASSERT_FALSE(item);
+  EXPECT_LT(decoded, 50u);
+  EXPECT_EQ(item.error().kind(), Error::Kind::Decode);
+  EXPECT_THAT(item.error().message(), HasSubstr("gzip"));
 }
 
 // --- TLS -------------------------------------------------------------------------------------
