@@ -1,10 +1,13 @@
 // File: run_sync.h
 //
-// Runs a coroutine to completion from plain test code, with the rest of the io_context (an
-// in-process server, informers) making progress alongside. Results need no default
-// constructor: co_spawn's own completion handler would demand one, which Result lacks.
+// Drives the test's io_context from plain test code, with the rest of it (an in-process server,
+// informers) making progress alongside: runSync() until a coroutine finishes, runUntil() until a
+// condition holds. Results need no default constructor: co_spawn's own completion handler would
+// demand one, which Result lacks.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 
@@ -43,6 +46,17 @@ T runSync(boost::asio::io_context& ioc, boost::asio::awaitable<T> task) {
     }
   }
   return std::move(*result);
+}
+
+// Runs the io_context until `done` holds; whether it does. It gives up once the io_context has
+// had nothing to run for two rounds of `idle`: the limit only turns a hang into a failure.
+inline bool runUntil(boost::asio::io_context& ioc, const std::function<bool()>& done,
+                     std::chrono::milliseconds idle = std::chrono::seconds(5)) {
+  for (int idleRounds = 0; !done() && idleRounds < 2;) {
+    ioc.restart();
+    idleRounds = ioc.run_one_for(idle) == 0 ? idleRounds + 1 : 0;
+  }
+  return done();
 }
 
 }  // namespace egress::testutil

@@ -19,6 +19,8 @@
 #include "pkg/kube/rest_client.h"
 #include "test/testutil/run_sync.h"
 #include "test/unit/cache/fake_lister_watcher.h"
+#include "test/unit/controller/policy_info_builder.h"
+#include "test/unit/kube/fake_api_client.h"
 #include "test/unit/kube/fake_api_server.h"
 
 namespace egress::controller {
@@ -69,12 +71,7 @@ class IPPoolProcessorTest : public ::testing::Test {
     factory_->start();
     runUntil([&] { return cache_->pools().hasSynced(); });
 
-    kube::RestConfig config;
-    config.server = server_.url();
-    config.qps = 0;
-    kube::RestClientOptions clientOptions;
-    clientOptions.maxRetries = 0;
-    auto c = kube::RestClient::create(ioc_.get_executor(), config, nullptr, clientOptions);
+    auto c = kube::testing::clientFor(ioc_.get_executor(), server_);
     EXPECT_TRUE(c) << c.error().message();
     client_ = std::move(*c);
     recorder_ = std::make_unique<controllerruntime::EventRecorder>(
@@ -92,13 +89,8 @@ class IPPoolProcessorTest : public ::testing::Test {
     }
   }
 
-  // Runs the io_context until `done` holds. The limit only turns a hang into a failure.
   void runUntil(const std::function<bool()>& done) {
-    for (int idle = 0; !done() && idle < 2;) {
-      ioc_.restart();
-      idle = ioc_.run_one_for(std::chrono::seconds(5)) == 0 ? idle + 1 : 0;
-    }
-    ASSERT_TRUE(done()) << "the io_context went idle first";
+    ASSERT_TRUE(testutil::runUntil(ioc_, done)) << "the io_context went idle first";
   }
 
   // The API server: a status update is answered with what was sent, a pod patch with the pod
@@ -127,47 +119,17 @@ class IPPoolProcessorTest : public ::testing::Test {
   // A policy of one replica from IPAMPool "pool", its ledger not yet written, and its Deployment
   // already rolled out (as after an operator restart, or a Deployment that came up fast).
   EgressGatewayPolicyInfo info() {
-    EgressGatewayPolicyInfo i;
-    i.key = "ns/p";
-    i.ns = "ns";
-    i.name = "p";
-    auto policy = std::make_shared<v1alpha1::EgressGatewayPolicy>();
-    policy->metadata.name = "p";
-    policy->metadata.namespace_ = "ns";
-    policy->metadata.resourceVersion = "5";
-    policy->metadata.generation = 1;
-    policy->spec.egressIP.pool = "pool";
-    policy->spec.gateway.replicas = 1;
-    i.policy = policy;
-    i.current = *policy;
-    auto config = std::make_shared<v1alpha1::OperatorConfig>();
-    config->spec.gatewayImage = "img";
-    i.config = config;
+    auto i = testing::policyInfo(1, 1);
     i.poolName = "pool";
     i.pool = cache_->pool("pool");
-    auto d = std::make_shared<apps::Deployment>();
-    d->metadata.generation = 1;
-    d->spec.replicas = 1;
-    d->status.observedGeneration = 1;
-    d->status.replicas = 1;
-    d->status.updatedReplicas = 1;
-    d->status.availableReplicas = 1;
-    d->status.readyReplicas = 1;
-    i.deployment.deployment = d;
+    testing::addDeployment(i, 1, 1);
     return i;
   }
 
   void addPod(EgressGatewayPolicyInfo& i, const std::string& name, int64_t created) {
-    auto pod = std::make_shared<core::Pod>();
-    pod->metadata.name = name;
-    pod->metadata.namespace_ = "ns";
-    pod->metadata.creationTimestamp = meta::Time(std::chrono::seconds(created));
-    pod->spec.nodeName = "node-" + name;
-    EgressPodInfo p;
-    p.pod = pod;
+    auto& p = testing::addGatewayPod(i, name, created);
     p.ready = true;
     p.containersReady = true;
-    i.egressPods[name] = p;
   }
 
   ReconcileResult process(EgressGatewayPolicyInfo& i) {

@@ -6,10 +6,12 @@
 
 #include "pkg/controller/controller.h"
 #include "pkg/controller/names.h"
+#include "test/unit/controller/policy_info_builder.h"
 
 namespace egress::controller {
 namespace {
 
+using testing::addDeployment;
 using ::testing::ElementsAre;
 
 const meta::Time kNow = meta::Time(std::chrono::seconds(1'800'000'000));
@@ -25,21 +27,9 @@ const meta::Condition& cond(const v1alpha1::EgressGatewayPolicyStatus& s, std::s
   return c != nullptr ? *c : kNone;
 }
 
+// Policy ns/p at generation 4 with two gateways, its two entries allocated.
 EgressGatewayPolicyInfo info() {
-  EgressGatewayPolicyInfo i;
-  i.key = "ns/p";
-  i.ns = "ns";
-  i.name = "p";
-  auto policy = std::make_shared<v1alpha1::EgressGatewayPolicy>();
-  policy->metadata.name = "p";
-  policy->metadata.namespace_ = "ns";
-  policy->metadata.generation = 4;
-  policy->spec.gateway.replicas = 2;
-  i.policy = policy;
-  i.current = *policy;
-  auto config = std::make_shared<v1alpha1::OperatorConfig>();
-  config->spec.gatewayImage = "img";
-  i.config = config;
+  auto i = testing::policyInfo(4, 2);
   ipam::Assignment a;
   a.pool = "pool";
   a.entries = {entry("203.0.113.1"), entry("203.0.113.2")};
@@ -49,27 +39,9 @@ EgressGatewayPolicyInfo info() {
 
 void addPod(EgressGatewayPolicyInfo& i, const std::string& name, const std::string& annotation,
             bool ready, int64_t created) {
-  auto pod = std::make_shared<core::Pod>();
-  pod->metadata.name = name;
-  pod->metadata.creationTimestamp = meta::Time(std::chrono::seconds(created));
-  pod->spec.nodeName = "node-" + name;
-  EgressPodInfo p;
-  p.pod = pod;
+  auto& p = testing::addGatewayPod(i, name, created);
   p.egressIPs = annotation;
   p.ready = ready;
-  i.egressPods[name] = p;
-}
-
-void addDeployment(EgressGatewayPolicyInfo& i, int replicas, int available) {
-  auto d = std::make_shared<apps::Deployment>();
-  d->metadata.generation = 1;
-  d->spec.replicas = replicas;
-  d->status.observedGeneration = 1;
-  d->status.replicas = replicas;
-  d->status.updatedReplicas = replicas;
-  d->status.availableReplicas = available;
-  d->status.readyReplicas = available;
-  i.deployment.deployment = d;
 }
 
 TEST(DesiredStatus, ReadyOnlyWhenEveryEntryIsHeldByAReadyPodOfARolledOutDeployment) {

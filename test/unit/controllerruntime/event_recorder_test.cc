@@ -21,6 +21,7 @@
 #include "pkg/apis/meta/time.h"
 #include "pkg/kube/rest_client.h"
 #include "test/testutil/run_sync.h"
+#include "test/unit/kube/fake_api_client.h"
 #include "test/unit/kube/fake_api_server.h"
 
 namespace egress::controllerruntime {
@@ -357,25 +358,15 @@ class EventRecorderTest : public ::testing::Test {
   }
 
   void start() {
-    kube::RestConfig config;
-    config.server = server_.url();
-    config.qps = 0;
-    kube::RestClientOptions clientOptions;
-    clientOptions.maxRetries = 0;
-    auto c = kube::RestClient::create(ioc_.get_executor(), config, nullptr, clientOptions);
+    auto c = kube::testing::clientFor(ioc_.get_executor(), server_);
     ASSERT_TRUE(c) << c.error().message();
     client_ = std::move(*c);
     recorder_ = std::make_unique<EventRecorder>(ioc_.get_executor(), *client_, clock_, options_,
                                                 &registry_);
   }
 
-  // Runs the io_context until `done` holds. The limit only turns a hang into a failure.
   void runUntil(const std::function<bool()>& done) {
-    for (int idle = 0; !done() && idle < 2;) {
-      ioc_.restart();
-      idle = ioc_.run_one_for(std::chrono::seconds(5)) == 0 ? idle + 1 : 0;
-    }
-    ASSERT_TRUE(done()) << "the io_context went idle first";
+    ASSERT_TRUE(testutil::runUntil(ioc_, done)) << "the io_context went idle first";
   }
   void runUntilWritten() {
     runUntil([&] { return recorder_->pending() == 0; });

@@ -14,6 +14,7 @@
 
 #include "pkg/apis/meta/time.h"
 #include "test/testutil/run_sync.h"
+#include "test/unit/kube/fake_api_client.h"
 #include "test/unit/kube/fake_api_server.h"
 
 namespace egress::leaderelection {
@@ -75,12 +76,7 @@ meta::Time at(const char* rfc3339) {
 class KubeLeaseLockTest : public ::testing::Test {
  protected:
   std::unique_ptr<kube::RestClient> client(const FakeApiServer& server) {
-    kube::RestConfig config;
-    config.server = server.url();
-    config.qps = 0;
-    kube::RestClientOptions options;
-    options.maxRetries = 0;
-    auto c = kube::RestClient::create(ioc_.get_executor(), config, nullptr, options);
+    auto c = kube::testing::clientFor(ioc_.get_executor(), server);
     EXPECT_TRUE(c) << (c ? "" : c.error().message());
     return std::move(*c);
   }

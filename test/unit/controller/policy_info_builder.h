@@ -1,0 +1,67 @@
+// File: policy_info_builder.h
+//
+// The reconcile's view of one policy (EgressGatewayPolicyInfo) as the processors' tests build it:
+// policy ns/p with the gateway image set, its Deployment, and its gateway pods, each test adding
+// only what it is about.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "pkg/controller/controller.h"
+
+namespace egress::controller::testing {
+
+// Policy ns/p (resourceVersion 5) at `generation` with `replicas` gateways from IPAMPool "pool";
+// no ledger, pool, Deployment or pods in the info.
+inline EgressGatewayPolicyInfo policyInfo(int64_t generation, int32_t replicas) {
+  EgressGatewayPolicyInfo i;
+  i.key = "ns/p";
+  i.ns = "ns";
+  i.name = "p";
+  auto policy = std::make_shared<v1alpha1::EgressGatewayPolicy>();
+  policy->metadata.name = "p";
+  policy->metadata.namespace_ = "ns";
+  policy->metadata.resourceVersion = "5";
+  policy->metadata.generation = generation;
+  policy->spec.egressIP.pool = "pool";
+  policy->spec.gateway.replicas = replicas;
+  i.policy = policy;
+  i.current = *policy;
+  auto config = std::make_shared<v1alpha1::OperatorConfig>();
+  config->spec.gatewayImage = "img";
+  i.config = config;
+  return i;
+}
+
+// The policy's Deployment, rolled out to its spec: `available` of `replicas` available and ready.
+inline void addDeployment(EgressGatewayPolicyInfo& i, int32_t replicas, int32_t available) {
+  auto d = std::make_shared<apps::Deployment>();
+  d->metadata.generation = 1;
+  d->spec.replicas = replicas;
+  d->status.observedGeneration = 1;
+  d->status.replicas = replicas;
+  d->status.updatedReplicas = replicas;
+  d->status.availableReplicas = available;
+  d->status.readyReplicas = available;
+  i.deployment.deployment = d;
+}
+
+// A gateway pod of the policy on node "node-<name>", created at `created` (seconds since the
+// epoch), neither ready nor holding an entry; the caller sets what its test is about.
+inline EgressPodInfo& addGatewayPod(EgressGatewayPolicyInfo& i, const std::string& name,
+                                    int64_t created) {
+  auto pod = std::make_shared<core::Pod>();
+  pod->metadata.name = name;
+  pod->metadata.namespace_ = i.ns;
+  pod->metadata.creationTimestamp = meta::Time(std::chrono::seconds(created));
+  pod->spec.nodeName = "node-" + name;
+  EgressPodInfo& p = i.egressPods[name];
+  p = EgressPodInfo();
+  p.pod = pod;
+  return p;
+}
+
+}  // namespace egress::controller::testing
