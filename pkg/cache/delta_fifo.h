@@ -168,6 +168,7 @@ class DeltaFifo : public ReflectorStore {
       pendingList_.push_back({d.undecodable->key, nullptr, std::move(d.undecodable)});
     }
   }
+  void abortList() override { std::vector<Listed>().swap(pendingList_); }
   net::awaitable<void> finishList(std::string rv) override {
     (void)rv;
     std::vector<Listed> list = std::move(pendingList_);

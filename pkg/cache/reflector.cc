@@ -198,6 +198,7 @@ struct Reflector::Core {
         }
         co_return co_await watchLoop();
       }
+      store.abortList();
       // client-go's fallbackToList: any failure of a streaming attempt lists instead, now;
       // making progress beats waiting for a feature the server may never offer.
       if (streamed.error().isCancelled()) {
@@ -224,6 +225,9 @@ struct Reflector::Core {
         (isExpiredError(listed.error()) || isTooLargeResourceVersionError(listed.error()))) {
       rvUnavailable = true;
       listed = co_await listAt(relistResourceVersion());
+    }
+    if (!listed && !stopped) {
+      store.abortList();
     }
     co_return listed;
   }

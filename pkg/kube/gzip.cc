@@ -1,6 +1,7 @@
 #include "pkg/kube/gzip.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -16,11 +17,11 @@ Error corrupt(const std::string& why) {
 }  // namespace
 
 struct GunzipReader::State {
+  // zlib counts bytes in a 32-bit uInt: the output chunk stays below that, and the input goes in
+  // slices it can count (feed()).
   State(std::string_view compressed, size_t maxBytes, size_t chunkBytes)
-      : maxBytes(maxBytes), out(std::max<size_t>(chunkBytes, 1)) {
+      : rest(compressed), maxBytes(maxBytes), out(std::clamp<size_t>(chunkBytes, 1, 1U << 30)) {
     started = inflateInit2(&z, 15 + 16) == Z_OK;  // 16: gzip framing only
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-    z.avail_in = static_cast<uInt>(compressed.size());
   }
   ~State() {
     if (started) {
@@ -30,7 +31,18 @@ struct GunzipReader::State {
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
+  void feed() {
+    if (z.avail_in == 0 && !rest.empty()) {
+      const size_t n = std::min<size_t>(rest.size(), std::numeric_limits<uInt>::max());
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(rest.data()));
+      z.avail_in = static_cast<uInt>(n);
+      rest.remove_prefix(n);
+    }
+  }
+  bool inputLeft() const { return z.avail_in != 0 || !rest.empty(); }
+
   z_stream z{};
+  std::string_view rest;  // input not yet handed to zlib
   bool started = false;
   bool ended = false;
   size_t maxBytes;
@@ -61,19 +73,20 @@ Result<std::string_view> GunzipReader::read() {
   }
   z_stream& z = s.z;
   while (!s.ended) {
+    s.feed();
     z.next_out = reinterpret_cast<Bytef*>(s.out.data());
     z.avail_out = static_cast<uInt>(s.out.size());
     const int rc = inflate(&z, Z_NO_FLUSH);
     const size_t n = s.out.size() - z.avail_out;
     if (rc == Z_STREAM_END) {
-      if (z.avail_in == 0) {
+      if (!s.inputLeft()) {
         s.ended = true;
       } else if (inflateReset(&z) != Z_OK) {
         // Another gzip member follows (concatenated streams are one body, as for Go); anything
         // else fails in the next inflate() as a bad header.
         s.error = corrupt("zlib could not restart");
       }
-    } else if (rc == Z_BUF_ERROR && z.avail_in == 0) {
+    } else if (rc == Z_BUF_ERROR && !s.inputLeft()) {
       s.error = corrupt("truncated");
     } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
       s.error = corrupt(z.msg != nullptr ? z.msg : "corrupt data");

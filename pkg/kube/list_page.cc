@@ -30,7 +30,7 @@ enum class Where {
 
 struct ListPage::State {
   State(std::string b, bool gzip, size_t maxBytes, size_t chunkBytes) : body(std::move(b)) {
-    if (gzip) {
+    if (gzip && !body.empty()) {  // an empty body is an empty list either way
       gunzip.emplace(body, maxBytes, chunkBytes);
     } else {
       // Plain bytes need no copy: the scanner reads them in place, in chunks as with gzip.
@@ -54,8 +54,9 @@ struct ListPage::State {
 
   size_t offset() const { return chunkStart + pos; }
 
-  Error fail(const std::string& why) {
-    error = Error::decode("list response: " + why + " at byte " + std::to_string(offset()));
+  Error fail(const std::string& why) { return failAt(why, offset()); }
+  Error failAt(const std::string& why, size_t at) {
+    error = Error::decode("list response: " + why + " at byte " + std::to_string(at));
     return *error;
   }
 
@@ -238,7 +239,7 @@ struct ListPage::State {
       return value.error();
     }
     if (name == "items" && !value->IsNull()) {
-      return fail("items is not an array");
+      return failAt("items is not an array", offset() - text.size());  // where the value starts
     }
     if (name == "metadata" && value->IsObject()) {
       resourceVersion.clear();
@@ -275,6 +276,9 @@ const std::string& ListPage::resourceVersion() const {
 }
 const std::string& ListPage::continueToken() const {
   return state_->continueToken;
+}
+size_t ListPage::bodyBytes() const {
+  return state_->body.size();
 }
 
 Result<std::optional<rapidjson::Document>> ListPage::next() {

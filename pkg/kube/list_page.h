@@ -46,6 +46,10 @@ class ListPage {
   const std::string& resourceVersion() const;
   const std::string& continueToken() const;
 
+  // The size of the body the page holds: as it arrived, so compressed when the server
+  // compressed it.
+  size_t bodyBytes() const;
+
  private:
   struct State;
   std::unique_ptr<State> state_;

@@ -8,7 +8,10 @@
 //   - against RapidJSON's parse of the whole body (for bodies without NUL bytes): ListPage
 //     succeeds exactly when the body is empty or a JSON object whose every "items" member is an
 //     array or null, and then, when "items" and "metadata" each appear at most once, its items
-//     equal the document's and its resourceVersion and continue token are the metadata's.
+//     equal the document's and its resourceVersion and continue token are the metadata's;
+//   - the body taken as gzip data (GunzipReader): read in small chunks it gives what gunzip()
+//     gives, or the same error; a bound one byte below the output's size fails; and the body
+//     split in two gzip members decompresses to the body.
 // A violation prints what went wrong on stderr and aborts.
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +26,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "pkg/kube/gzip.h"
 #include "pkg/kube/list_page.h"
 #include <zlib.h>
 
@@ -95,6 +99,52 @@ std::string gzipped(std::string_view data) {
   out.resize(z.total_out);
   deflateEnd(&z);
   return out;
+}
+
+// The same bytes decompressed by gunzip() and by a GunzipReader in `chunk`-byte reads, up to
+// `maxBytes`: the output, or the error's message.
+std::string gunzipChunked(std::string_view compressed, size_t maxBytes, size_t chunk, bool* ok) {
+  kube::GunzipReader reader(compressed, maxBytes, chunk);
+  std::string out;
+  for (;;) {
+    auto next = reader.read();
+    if (!next) {
+      *ok = false;
+      return next.error().message();
+    }
+    if (next->empty()) {
+      *ok = true;
+      return out;
+    }
+    if (next->size() > chunk) {
+      fail("GunzipReader returned more than a chunk", compressed, std::to_string(next->size()));
+    }
+    out.append(*next);
+  }
+}
+
+void checkGunzip(std::string_view body, size_t chunk, size_t split) {
+  constexpr size_t kNoBound = size_t{1} << 30;
+  auto whole = kube::gunzip(body, kNoBound);
+  bool ok = false;
+  const std::string cut = gunzipChunked(body, kNoBound, chunk, &ok);
+  if (ok != static_cast<bool>(whole) || cut != (whole ? *whole : whole.error().message())) {
+    fail("gzip read in small chunks differs from gunzip()", body,
+         "gunzip: " + (whole ? *whole : whole.error().message()) + "\nchunked: " + cut);
+  }
+  if (whole && !whole->empty()) {
+    bool bounded = true;
+    const std::string over = gunzipChunked(body, whole->size() - 1, chunk, &bounded);
+    if (bounded || over.find("more than") == std::string::npos) {
+      fail("a bound below the decompressed size did not fail", body, over);
+    }
+  }
+  const std::string members = gzipped(body.substr(0, split)) + gzipped(body.substr(split));
+  auto joined = kube::gunzip(members, kNoBound);
+  if (!joined || *joined != body) {
+    fail("two gzip members did not decompress to their concatenation", body,
+         joined ? *joined : joined.error().message());
+  }
 }
 
 bool isBlank(std::string_view s) {
@@ -180,6 +230,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fail("gzip-compressing the body changed what it decodes to", body,
          "plain:\n" + whole.describe() + "\ngzip:\n" + zipped.describe());
   }
+  checkGunzip(body, chunk, body.size() * data[0] / 255);
   if (body.find('\0') != std::string::npos) {
     return 0;
   }

@@ -110,6 +110,23 @@ TEST(DeltaFifo, ReplaceMakesTombstonesForWhatTheListLacks) {
   EXPECT_THAT(describe(*fifo.peek("ns/d")), ElementsAre("Added:d@1", "Deleted?:d@1"));
 }
 
+// A list that failed partway is dropped at once (abortList): none of what it staged reaches a
+// later Replace, and it is not held in memory until the next list starts.
+TEST(DeltaFifo, AnAbortedListStagesNothing) {
+  Indexer<TestObject> known;
+  auto fifo = makeFifo(&known);
+  rapidjson::Document a;
+  a.Parse(testing::objectJson("ns", "a", "5").c_str());
+  fifo.startList();
+  fifo.listItem(a);
+  fifo.abortList();
+  net::io_context ioc;
+  net::co_spawn(ioc, fifo.finishList("9"), egress::rethrowUnhandled);
+  ioc.run();
+  EXPECT_EQ(fifo.peek("ns/a"), nullptr);
+  EXPECT_TRUE(fifo.hasSynced()) << "the (empty) Replace still counts as the first list";
+}
+
 // TestDeltaFIFO_UpdateResyncRace; §1.3 item 6: resync skips keys that already have deltas, so
 // it can never deliver a stale object after a newer one.
 TEST(DeltaFifo, ResyncSkipsKeysWithQueuedDeltas) {

@@ -141,6 +141,9 @@ net::awaitable<kube::Result<kube::ListPage>> FakeListerWatcher::list(kube::ListO
     ++cancelled;
     co_return kube::Error::cancelled();
   }
+  if (onListPage) {
+    co_return onListPage(options);
+  }
   auto listed = onList(options);
   if (!listed) {
     co_return listed.error();

@@ -60,12 +60,13 @@ class FakeWatch : public kube::Watch {
   bool cancelled_ = false;
 };
 
-// A ReflectorStore that records what the reflector told it: "start", "item a@5", "replace @7",
-// "add b@8", "update a@9", "delete b@11", "resync".
+// A ReflectorStore that records what the reflector told it: "start", "item a@5", "abort",
+// "replace @7", "add b@8", "update a@9", "delete b@11", "resync".
 class RecordingStore : public ReflectorStore {
  public:
   void startList() override { calls.push_back("start"); }
   void listItem(const rapidjson::Value& v) override;
+  void abortList() override { calls.push_back("abort"); }
   net::awaitable<void> finishList(std::string rv) override;
   void addJson(const rapidjson::Value& v) override;
   void updateJson(const rapidjson::Value& v) override;
@@ -86,7 +87,12 @@ class FakeListerWatcher : public ListerWatcher {
   using WatchFn =
       std::function<kube::Result<std::unique_ptr<kube::Watch>>(const kube::ListOptions&)>;
 
+  // When set, answers list() instead of onList with a page of its own making (say a raw body
+  // that fails partway through ListPage's decoder).
+  using PageFn = std::function<kube::Result<kube::ListPage>(const kube::ListOptions&)>;
+
   ListFn onList;
+  PageFn onListPage;
   WatchFn onWatch;
   std::vector<kube::ListOptions> lists;
   std::vector<kube::ListOptions> watches;

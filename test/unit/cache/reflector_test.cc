@@ -241,6 +241,31 @@ TEST_F(ReflectorTest, ExpiredContinueTokenFallsBackToAFullList) {
   EXPECT_EQ(lw_.watches[0].resourceVersion, "12");
 }
 
+// A page whose second item is not JSON fails the list after its first item was staged: the store
+// is told to drop it (not to replace with half a list), no watch starts, and the next attempt
+// lists afresh.
+TEST_F(ReflectorTest, AListThatFailsPartwayIsDroppedNotReplaced) {
+  int listed = 0;
+  lw_.onListPage = [&listed](const kube::ListOptions&) -> kube::Result<kube::ListPage> {
+    if (listed++ == 0) {
+      return kube::ListPage(R"({"metadata":{"resourceVersion":"7"},"items":[)" +
+                                objectJson("ns", "a", "5") + R"(,{"metadata":}]})",
+                            false);
+    }
+    return kube::ListPage::fromDocument(listDoc({objectJson("ns", "b", "6")}, "8"));
+  };
+  lw_.onWatch = [this](const kube::ListOptions&) { return newWatch(); };
+  start();
+  EXPECT_THAT(store_.calls, ElementsAre("start", "item a@5", "abort"));
+  EXPECT_TRUE(lw_.watches.empty());
+  clock_.advance(pendingWait());
+  ioc_.poll();
+  EXPECT_THAT(store_.calls,
+              ElementsAre("start", "item a@5", "abort", "start", "item b@6", "replace @8"));
+  ASSERT_EQ(lw_.watches.size(), 1u);
+  EXPECT_EQ(lw_.watches[0].resourceVersion, "8");
+}
+
 // TestReflectorExpiredExactResourceVersion; §1.1 items 7 and 14: after a 410 during the watch
 // the relist first uses the last RV; if that list is also expired, it retries at once with "".
 TEST_F(ReflectorTest, GoneDuringWatchRelistsFromLastRvThenFromEmpty) {
@@ -445,7 +470,8 @@ TEST_F(ReflectorTest, FailedStreamingAttemptFallsBackToAPagedListForThatAttempt)
   ASSERT_EQ(lw_.watches.size(), 2u);
   EXPECT_FALSE(lw_.watches[1].sendInitialEvents);
   EXPECT_EQ(lw_.watches[1].resourceVersion, "7");
-  EXPECT_THAT(store_.calls, ElementsAre("start", "item a@3", "start", "item a@5", "replace @7"));
+  EXPECT_THAT(store_.calls,
+              ElementsAre("start", "item a@3", "abort", "start", "item a@5", "replace @7"));
 
   // A 410 ends this ListAndWatch; the next attempt tries streaming again.
   clock_.advance(5s);

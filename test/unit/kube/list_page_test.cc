@@ -137,17 +137,17 @@ TEST(ListPageTest, AMalformedBodyIsADecodeErrorAtItsByte) {
            {R"({"items":[{"a":1}])", "ended early; expected \"}\"", 1},
            {R"({"items":[{"a":1}]} x)", "data after the list object at byte 20", 1},
            {R"({"items":[{"a":1}]}{})", "data after the list object at byte 19", 1},
-           {R"({"items":{"a":1}})", "items is not an array", 0},
-           {R"({"items":"pods"})", "items is not an array", 0},
+           {R"({"items":{"a":1}})", "items is not an array at byte 9", 0},
+           {R"({"items": "pods"})", "items is not an array at byte 10", 0},
            {R"({"items":[{"a":1} {"a":2}]})", "expected \",\" or \"]\" at byte 18", 1},
            {R"({"items":[{"a":1},]})", "expected a value at byte 18", 1},
-           {R"({"items":[{"a":tru}]})", "an item is not JSON", 0},
+           {R"({"items":[{"a":tru}]})", "an item is not JSON (Invalid value.) at byte 18", 0},
            {R"({"items":[{"a":1}}]})", "expected \",\" or \"]\" at byte 17", 1},
            {R"({"items":[1] "kind":"x"})", "expected \",\" or \"}\" at byte 13", 1},
            {R"({"items":[1],})", "expected a member name at byte 13", 1},
            {R"({items:[1]})", "expected a member name at byte 1", 0},
            {R"({"items" [1]})", "expected \":\" at byte 9", 0},
-           {R"({"kind":Pod,"items":[1]})", "a member is not JSON", 0},
+           {R"({"kind":Pod,"items":[1]})", "a member is not JSON (Invalid value.) at byte 8", 0},
            {R"({"metadata":{"resourceVersion":"1",}})", "a member is not JSON", 0},
            {std::string(R"({"items":[1,2)") + '\0' + "]}", "an item holds a NUL byte at byte 13",
             1},
@@ -165,6 +165,17 @@ TEST(ListPageTest, AMalformedBodyIsADecodeErrorAtItsByte) {
 
 const std::string kTwoPods =
     R"({"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}],"metadata":{"resourceVersion":"3"}})";
+
+// As the REST client's other calls read an empty body, whatever its Content-Encoding says.
+TEST(ListPageTest, AnEmptyBodyIsAnEmptyListEvenIfSaidToBeGzip) {
+  for (bool gzip : {false, true}) {
+    ListPage page("", gzip);
+    auto d = decodeAll(page);
+    ASSERT_FALSE(d.error) << d.error->message();
+    EXPECT_TRUE(d.items.empty());
+    EXPECT_EQ(page.resourceVersion(), "");
+  }
+}
 
 TEST(ListPageTest, DecodesAGzippedBodyInSmallChunks) {
   for (size_t chunk : {size_t{1}, size_t{2}, size_t{5}, size_t{64 * 1024}}) {

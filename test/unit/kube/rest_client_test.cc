@@ -966,6 +966,10 @@ TEST_F(RestClientTest, ListPageKeepsTheBodyCompressedAndDecodesItItemByItem) {
   auto page = run(client->listPage(kPods, "default", {}));
   ASSERT_TRUE(page) << page.error().message();
   EXPECT_EQ(server.requests()[0].headers.at("accept-encoding"), "gzip");
+  FakeRequest askedForGzip;
+  askedForGzip.headers["accept-encoding"] = "gzip";
+  EXPECT_EQ(page->bodyBytes(), podList(askedForGzip, 2000).body.size())
+      << "the page holds the body as it arrived, compressed";
   auto names = itemNames(*page);
   ASSERT_EQ(names.size(), 2000u);
   EXPECT_EQ(names[0], "pod-0");
@@ -980,6 +984,7 @@ TEST_F(RestClientTest, ListPageKeepsTheBodyCompressedAndDecodesItItemByItem) {
   auto plain = run(uncompressed->listPage(kPods, "default", {}));
   ASSERT_TRUE(plain) << plain.error().message();
   EXPECT_EQ(server.requests()[1].headers.count("accept-encoding"), 0u);
+  EXPECT_EQ(plain->bodyBytes(), podList(FakeRequest(), 2000).body.size());
   EXPECT_EQ(itemNames(*plain).size(), 2000u);
 }
 
