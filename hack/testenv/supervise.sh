@@ -133,7 +133,10 @@ if [ "$as_function" = 1 ]; then
 fi
 
 trap 'shutdown signal' TERM INT HUP
-echo $$ >"$dir/supervisor.pid"
+# Written whole by a rename: up.sh polls this file, and a plain `>` would let it read an empty
+# file between the truncation and the write, and report a live supervisor as exited (seen once,
+# in a fresh-clone .ci/run).
+echo $$ >"$dir/supervisor.pid.$$" && mv -f "$dir/supervisor.pid.$$" "$dir/supervisor.pid"
 tlog "test kubelet: ${EGRESS_TESTENV_KUBELET:-$TESTENV_HACK_DIR/kubelet.sh}"
 for c in "${components[@]}"; do
   start "$c"
