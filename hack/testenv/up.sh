@@ -136,15 +136,14 @@ chmod 600 "$dir/kubeconfig" "$dir/kubeconfig-token"
 
 # --- Start everything under the supervisor, in its own session so one signal reaches all.
 setsid "$TESTENV_HACK_DIR/supervise.sh" "$dir" "$owner" >"$dir/logs/supervisor.log" 2>&1 </dev/null &
-supervisor=$!
 # Whole, by a rename: supervise.sh writes the same file (its own $$) as it starts.
-echo "$supervisor" >"$dir/supervisor.pid.up" && mv -f "$dir/supervisor.pid.up" "$dir/supervisor.pid"
+echo $! >"$dir/supervisor.pid.up" && mv -f "$dir/supervisor.pid.up" "$dir/supervisor.pid"
 
 wait_for() { # description timeout-seconds command...
   local what=$1 limit=$2 t0=$SECONDS
   shift 2
   until "$@" >/dev/null 2>&1; do
-    if ! kill -0 "$(cat "$dir/supervisor.pid" 2>/dev/null || echo "$supervisor")" 2>/dev/null; then
+    if ! kill -0 "$(cat "$dir/supervisor.pid")" 2>/dev/null; then
       tlog "supervisor exited while waiting for $what"; return 1
     fi
     if [ $((SECONDS - t0)) -ge "$limit" ]; then tlog "timed out after ${limit}s waiting for $what"; return 1; fi

@@ -53,6 +53,8 @@ struct ListPage::State {
   std::string continueToken;
 
   size_t offset() const { return chunkStart + pos; }
+  // Where the value captured in `text` starts.
+  size_t valueStart() const { return offset() - text.size(); }
 
   Error fail(const std::string& why) { return failAt(why, offset()); }
   Error failAt(const std::string& why, size_t at) {
@@ -182,7 +184,7 @@ struct ListPage::State {
 
   // The captured value, parsed.
   Result<rapidjson::Document> parseValue(const char* what) {
-    const size_t start = offset() - text.size();
+    const size_t start = valueStart();
     // RapidJSON takes a NUL for the end of its input and would accept what comes before it; no
     // JSON value holds one.
     if (const size_t nul = text.find('\0'); nul != std::string::npos) {
@@ -239,7 +241,7 @@ struct ListPage::State {
       return value.error();
     }
     if (name == "items" && !value->IsNull()) {
-      return failAt("items is not an array", offset() - text.size());  // where the value starts
+      return failAt("items is not an array", valueStart());
     }
     if (name == "metadata" && value->IsObject()) {
       resourceVersion.clear();
