@@ -39,7 +39,8 @@ phase "the operator: $pods pods cached, 1,000 policies over 20 pools and $namesp
 "$TESTENV_DIR/bin/kubectl" --kubeconfig "$KUBECONFIG" apply -f manifests/ >/dev/null
 "$TESTENV_DIR/bin/kubectl" --kubeconfig "$KUBECONFIG" wait --for condition=established --timeout=60s \
   crd/ipampools.networking.egressgateway.dev crd/egressgatewaypolicies.networking.egressgateway.dev \
-  crd/operatorconfigs.networking.egressgateway.dev >/dev/null
+  crd/operatorconfigs.networking.egressgateway.dev \
+  crd/egresspolicyslices.networking.egressgateway.dev >/dev/null
 # 8 workers: with 16 (the ceiling's concurrency) every policy was Ready later (148.6 s against
 # 129.2 s: the API server and the controller-manager share 2 cores). Its figures as JSON lines
 # too (kept in $build/bench/), from which the scale curve's chart is drawn into

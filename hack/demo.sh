@@ -3,8 +3,9 @@
 # until Ctrl-C; everything is torn down on exit. It installs the CRDs and the examples, runs the
 # operator (this build's egress-operator) against it, and shows what it did as a user would look:
 # `kubectl get ipp,egp -A` (every example policy Ready with its egress IPs, the pools' usage), the
-# gateway Deployments Available with their pods' egress IPs, a gateway ConfigMap following its
-# source pods, an invalid policy's condition and event, Events and a /metrics excerpt. Not on a
+# gateway Deployments Available with their pods' egress IPs, the data-plane view (the
+# cluster-scoped EgressPolicySlices) following a policy's source pods, an invalid policy's
+# condition and event, Events and a /metrics excerpt. Not on a
 # terminal (CI, a pipe) it exits at once; else it stays up until Ctrl-C. Either way it cleans up.
 # Usage: hack/demo.sh [BUILD_DIR]
 set -euo pipefail
@@ -34,6 +35,7 @@ echo "== The operator's API: CRDs (manifests/) and the examples users copy (depl
 "$kubectl" wait --for condition=established --timeout=60s \
   crd/ipampools.networking.egressgateway.dev \
   crd/egressgatewaypolicies.networking.egressgateway.dev \
+  crd/egresspolicyslices.networking.egressgateway.dev \
   crd/operatorconfigs.networking.egressgateway.dev >/dev/null
 # What the examples expect of the cluster: nodes labelled for gateways and the PriorityClass
 # that policy-default-pool.yaml names.
@@ -72,14 +74,17 @@ echo "== The gateways: Deployments Available, one pod per egress IP, each told i
 "$kubectl" get pods -A -l app.kubernetes.io/managed-by=egress-gateway-operator \
   -o custom-columns='NAMESPACE:.metadata.namespace,POD:.metadata.name,NODE:.spec.nodeName,EGRESS-IPS:.metadata.annotations.egressgateway\.dev/egress-ips'
 echo
-echo "== Source pods of policy reporting-fixed-ips, and what its gateway ConfigMap tells the data plane"
+echo "== Source pods of policy reporting-fixed-ips, and what its EgressPolicySlice tells the data plane"
+echo "   (cluster-scoped, written by the operator only: the agents read nothing a tenant can write)"
 "$kubectl" -n default create deployment reporting --image=example.invalid/demo/reporting:1 --replicas=2 >/dev/null
 "$kubectl" -n default wait --for=condition=Available deployment/reporting --timeout=120s >/dev/null
 for _ in $(seq 1 30); do
-  [ "$("$kubectl" -n default get configmap egw-reporting-fixed-ips -o jsonpath='{.data.sources}' | grep -c @ || true)" -ge 2 ] && break
+  [ "$("$kubectl" get egresspolicyslice default.reporting-fixed-ips.0 -o jsonpath='{.spec.sources[*].pod}' | wc -w || true)" -ge 2 ] && break
   sleep 1
 done
-"$kubectl" -n default get configmap egw-reporting-fixed-ips -o go-template='{{range $k, $v := .data}}{{$k}}:{{"\n"}}{{$v}}{{end}}' | sed 's/^/   /'
+"$kubectl" get egresspolicyslices -l egressgateway.dev/policy-namespace=default
+"$kubectl" get egresspolicyslice default.reporting-fixed-ips.0 \
+  -o go-template='{{range .spec.gateway.egressIPs}}   egress IP {{.ips}} held on node {{.node}} by pod {{.pod}}{{"\n"}}{{end}}{{range .spec.sources}}   source {{.pod}} {{.ips}} on {{.node}}{{"\n"}}{{end}}'
 echo
 echo "== A policy the API server accepts but the operator refuses: its condition and its event"
 # 192.0.2.5/24 has host bits set: valid to the CRD's schema, refused by the operator's validation,

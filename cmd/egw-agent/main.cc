@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pkg/agent/agent.h"
+#include "pkg/agent/host_address.h"
 #include "pkg/agent/lease_renewer.h"
 #include "pkg/cli/flag_set.h"
 #include "pkg/controllerruntime/manager.h"
@@ -79,8 +80,10 @@ int main(int argc, char** argv) {
                "Lease duration: after it without a renewal, this agent withdraws what it holds.");
   flags.addBool("dry-run", dryRun, "Compute the kernel state and report it; change nothing.");
   egress::controllerruntime::ManagerOptions managerOptions;
-  managerOptions.metricsBindAddress = ":9402";
-  managerOptions.healthProbeBindAddress = ":9403";
+  // The agent runs in the host's network namespace: by default nothing listens beyond loopback
+  // (the chart binds /metrics to the node's own address).
+  managerOptions.metricsBindAddress = "127.0.0.1:9402";
+  managerOptions.healthProbeBindAddress = "127.0.0.1:9403";
   egress::controllerruntime::addManagerFlags(flags, managerOptions);
 
   if (auto err = flags.parse(argc, argv); !err.empty()) {
@@ -125,9 +128,13 @@ int main(int argc, char** argv) {
   if (reply != "symmetric" && reply != "cni") {
     return usage("--reply must be symmetric or cni, not \"" + reply + "\"");
   }
+  // The agent counts itself fresh for the duration minus LeaseRenewer::kFreshnessMargin after a
+  // renewal starts: an interval as long would fence it between two successful renewals.
   if (renewIntervalMs < 100 || leaseDurationS < 1 ||
-      std::chrono::milliseconds(renewIntervalMs) >= std::chrono::seconds(leaseDurationS)) {
-    return usage("--lease-renew-interval-ms must be at least 100 and below the lease duration");
+      std::chrono::milliseconds(renewIntervalMs) >=
+          std::chrono::seconds(leaseDurationS) - egress::agent::LeaseRenewer::kFreshnessMargin) {
+    return usage(
+        "--lease-renew-interval-ms must be at least 100 and below the lease duration minus 500 ms");
   }
   egress::log::Options logOptions;
   if (auto level = egress::log::parseLevel(logLevel)) {
@@ -140,6 +147,10 @@ int main(int argc, char** argv) {
   } else {
     return usage("invalid --log-format \"" + logFormat + "\"");
   }
+  managerOptions.metricsBindAddress =
+      egress::agent::bracketIPv6Host(managerOptions.metricsBindAddress);
+  managerOptions.healthProbeBindAddress =
+      egress::agent::bracketIPv6Host(managerOptions.healthProbeBindAddress);
   if (auto valid = egress::controllerruntime::validateManagerOptions(managerOptions); !valid) {
     return usage(valid.error());
   }
@@ -165,6 +176,10 @@ int main(int argc, char** argv) {
   egress::leaderelection::KubeLeaseLock lock(
       m.client(), leaseNamespace, std::string(egress::dataplane::kAgentLeasePrefix) + nodeName,
       nodeName);
+  // The report starts empty: until its first sync this process has programmed nothing it knows
+  // of, and a predecessor's report may be stale (the node may have rebooted).
+  const std::string programmed(egress::dataplane::kProgrammedAnnotation);
+  lock.setAnnotation(programmed, "");
   egress::agent::LeaseRenewer::Options renewOptions;
   renewOptions.renewInterval = std::chrono::milliseconds(renewIntervalMs);
   renewOptions.duration = std::chrono::seconds(leaseDurationS);
@@ -178,6 +193,9 @@ int main(int argc, char** argv) {
   agentOptions.nodeName = nodeName;
   agentOptions.leaseNamespace = leaseNamespace;
   agentOptions.dryRun = dryRun;
+  agentOptions.report = [&lock, programmed](const std::string& value) {
+    lock.setAnnotation(programmed, value);
+  };
   auto& dp = agentOptions.dataplane;
   dp.uplink = uplink;
   dp.vni = static_cast<uint32_t>(vni);
@@ -188,7 +206,7 @@ int main(int argc, char** argv) {
   egress::controllerruntime::Controller::Options base{"egw-agent", 1, m.clock(), ioc.get_executor(),
                                                       &m.registry()};
   auto agent = std::make_unique<egress::agent::Agent>(std::move(base), std::move(agentOptions),
-                                                      m.client(), *renewer, m.registry());
+                                                      *renewer, m.registry());
   *poke = agent->syncQueue();
   m.add(std::move(renewer));
   m.add(std::move(agent));

@@ -1,11 +1,11 @@
 #include "pkg/agent/agent.h"
 
+#include <algorithm>
 #include <cstring>
 
-#include <boost/asio/this_coro.hpp>
 #include <spdlog/spdlog.h>
 
-#include "pkg/agent/pod_readiness.h"
+#include "pkg/apis/networking/v1alpha1/zz_generated.codec.h"
 #include "pkg/cache/informer_factory.h"
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -24,8 +24,9 @@ constexpr int kAnnounceRounds = 3;
 constexpr auto kAnnounceInterval = std::chrono::seconds(1);
 
 const kube::Resource kNodes{"", "v1", "nodes", false};
-const kube::Resource kConfigMaps{"", "v1", "configmaps", true};
-const kube::Resource kPods{"", "v1", "pods", true};
+// Cluster-scoped: only the operator's ServiceAccount may write them.
+const kube::Resource kSlices{"networking.egressgateway.dev", "v1alpha1", "egresspolicyslices",
+                             false};
 const kube::Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
 
 // Every event of an informer queues one debounced sync.
@@ -90,19 +91,16 @@ uint32_t deviceMtu(const std::string& dev) {
 }
 
 Agent::Agent(controllerruntime::Controller::Options base, AgentOptions options,
-             kube::RestClient& client, const LeaseRenewer& renewer, prometheus::Registry& registry)
+             LeaseRenewer& renewer, prometheus::Registry& registry)
     : Controller(std::move(base)),
       options_(std::move(options)),
       renewer_(renewer),
-      readiness_(std::make_shared<ReadinessWriter>(client, options_.nodeName)),
       metrics_(registry) {}
 
 Result<Ok, std::string> Agent::watchResources(cache::SharedInformerFactory& factory) {
-  const std::string byPolicy(dataplane::kPolicyLabel);
   nodes_ = &factory.informerFor<core::Node>(kNodes, core::decodeNode);
-  configMaps_ =
-      &factory.informerFor<core::ConfigMap>(kConfigMaps, core::decodeConfigMap, "", byPolicy);
-  pods_ = &factory.informerFor<core::Pod>(kPods, core::decodePod, "", byPolicy);
+  slices_ = &factory.informerFor<networking::v1alpha1::EgressPolicySlice>(
+      kSlices, networking::v1alpha1::decodeEgressPolicySlice);
   leases_ = &factory.informerFor<coordination::Lease>(kLeases, coordination::decodeLease,
                                                       options_.leaseNamespace);
   return Ok{};
@@ -118,9 +116,24 @@ Result<Ok, std::string> Agent::addEventHandlers() {
     }
   };
   check(nodes_->addEventHandler(syncOnEvent<core::Node>(q, d)));
-  check(configMaps_->addEventHandler(syncOnEvent<core::ConfigMap>(q, d)));
-  check(pods_->addEventHandler(syncOnEvent<core::Pod>(q, d)));
-  check(leases_->addEventHandler(syncOnEvent<coordination::Lease>(q, d)));
+  check(slices_->addEventHandler(syncOnEvent<networking::v1alpha1::EgressPolicySlice>(q, d)));
+  // A peer's Lease is live from when this process sees it change, on its own monotonic clock:
+  // recorded in the handler, as the event arrives, not when a later sync lists the cache.
+  auto leases = syncOnEvent<coordination::Lease>(q, d);
+  using LeasePtr = cache::EventHandler<coordination::Lease>::Ptr;
+  leases.onAdd = [this, add = leases.onAdd](const LeasePtr& l, bool initial) {
+    observed_.observe(l->metadata.name, *l, clock().now());
+    add(l, initial);
+  };
+  leases.onUpdate = [this, update = leases.onUpdate](const LeasePtr& old, const LeasePtr& l) {
+    observed_.observe(l->metadata.name, *l, clock().now());
+    update(old, l);
+  };
+  leases.onDelete = [this, del = leases.onDelete](const LeasePtr& l, bool unknown) {
+    observed_.forget(l->metadata.name);
+    del(l, unknown);
+  };
+  check(leases_->addEventHandler(std::move(leases)));
   if (!problem.empty()) {
     return problem;
   }
@@ -128,38 +141,57 @@ Result<Ok, std::string> Agent::addEventHandlers() {
   return Ok{};
 }
 
-ClusterView Agent::view(meta::Time now) const {
+ClusterView Agent::view(Clock::TimePoint now, std::vector<std::string>* problems) const {
   ClusterView v;
   v.self = options_.nodeName;
-  v.now = now;
   for (const auto& n : nodes_->indexer().list()) {
     v.nodes.push_back(dataplane::nodeView(*n));
   }
-  std::vector<std::string> problems;
-  for (const auto& cm : configMaps_->indexer().list()) {
-    if (auto p = dataplane::policyView(*cm, &problems)) {
-      v.policies.push_back(std::move(*p));
-    }
-  }
-  for (const auto& problem : problems) {
-    spdlog::debug("egw-agent: {}", problem);
-  }
-  for (const auto& pod : pods_->indexer().list()) {
-    if (auto g = dataplane::gatewayPodView(*pod)) {
-      v.gateways.push_back(std::move(*g));
-    }
-  }
+  v.policies = dataplane::policyViews(slices_->indexer().list(), problems);
   for (const auto& l : leases_->indexer().list()) {
-    auto lv = dataplane::leaseView(*l);
-    if (lv && lv->node != options_.nodeName) {
-      v.leases.push_back(*lv);
+    auto node = dataplane::agentLeaseNode(l->metadata.name);
+    if (node && *node != options_.nodeName) {
+      v.leases.push_back({*node, observed_.fresh(l->metadata.name, now)});
     }
   }
-  // Our own liveness is what the renewer last wrote, not what the informer saw: fencing.
-  if (auto last = renewer_.lastRenewed()) {
-    v.leases.push_back({options_.nodeName, *last, renewer_.duration()});
-  }
+  // Our own liveness is what the renewer last achieved, not what the informer saw: fencing.
+  v.leases.push_back({options_.nodeName, renewer_.fresh(now)});
   return v;
+}
+
+std::optional<Clock::TimePoint> Agent::nextExpiry(Clock::TimePoint now) const {
+  std::optional<Clock::TimePoint> next;
+  auto consider = [&](std::optional<Clock::TimePoint> t) {
+    if (t && *t > now && (!next || *t < *next)) {
+      next = t;
+    }
+  };
+  consider(renewer_.freshUntil());
+  for (const auto& l : leases_->indexer().list()) {
+    if (dataplane::agentLeaseNode(l->metadata.name)) {
+      consider(observed_.expiry(l->metadata.name));
+    }
+  }
+  return next;
+}
+
+void Agent::warnAbout(const std::vector<std::string>& problems) {
+  std::set<std::string> now(problems.begin(), problems.end());
+  for (const auto& p : now) {
+    if (!problems_.contains(p)) {
+      spdlog::warn("egw-agent: ignored: {}", p);
+    }
+  }
+  problems_ = std::move(now);
+}
+
+void Agent::report(const std::string& programmed) {
+  if (reported_ == programmed || !options_.report) {
+    return;
+  }
+  options_.report(programmed);
+  reported_ = programmed;
+  renewer_.renewSoon();
 }
 
 Result<int, std::string> Agent::apply(const dataplane::DesiredState& want) {
@@ -175,11 +207,19 @@ Result<int, std::string> Agent::apply(const dataplane::DesiredState& want) {
   }
   changes += *links;
   // In a pod without privileges the init container set these: a failure is not fatal.
-  auto sysctls = sysctls_.apply(want.kernel.sysctls);
-  if (!sysctls) {
-    spdlog::warn("egw-agent: {}", sysctls.error());
+  std::vector<dataplane::Sysctl> sysctls = want.kernel.sysctls;
+  // With IPv6 forwarding on, accept_ra=1 ignores router advertisements and a node that took its
+  // default route from them loses it; 2 keeps taking them. An administrator's 0 stays 0, so
+  // this is decided here, from what the uplink has, not in the pure desired state.
+  const std::string acceptRa = "net/ipv6/conf/" + options_.dataplane.uplink + "/accept_ra";
+  if (auto ra = sysctls_.read(acceptRa); ra && *ra == "1") {
+    sysctls.push_back({acceptRa, "2"});
+  }
+  auto sysctlsSet = sysctls_.apply(sysctls);
+  if (!sysctlsSet) {
+    spdlog::warn("egw-agent: {}", sysctlsSet.error());
   } else {
-    changes += *sysctls;
+    changes += *sysctlsSet;
   }
   auto nft = nft_->apply(want.kernel.nft);
   if (!nft) {
@@ -255,10 +295,17 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
   if (!renewer_.attempted()) {
     co_return ReconcileResult::done();
   }
-  const auto resync = ReconcileResult::requeueAfter(options_.resync);
-  const meta::Time now = clock().wallNow();
-  metrics_.setFenced(!renewer_.freshAt(now));
-  auto v = view(now);
+  const Clock::TimePoint now = clock().now();
+  // Liveness changes with time alone: look again at the next resync, or when a liveness runs
+  // out if that is sooner, so this agent withdraws the moment it stops being fresh.
+  Clock::Duration after = options_.resync;
+  if (auto expiry = nextExpiry(now)) {
+    after = std::min(after, *expiry - now);
+  }
+  const auto resync = ReconcileResult::requeueAfter(after);
+  metrics_.setFenced(!renewer_.fresh(now));
+  std::vector<std::string> problems;
+  auto v = view(now, &problems);
   if (options_.dataplane.uplink.empty()) {
     for (const auto& n : v.nodes) {
       if (n.name != v.self) {
@@ -286,10 +333,21 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
     metrics_.syncFailed();
     co_return ReconcileResult::error(want.error());
   }
+  problems.insert(problems.end(), want->problems.begin(), want->problems.end());
+  warnAbout(problems);
   int changes = 0;
   if (!options_.dryRun) {
     auto applied = apply(*want);
     if (!applied) {
+      // The kernel is somewhere between the two states: report only what was programmed before
+      // and is still wanted, never an address that may not be (or no longer be) held.
+      std::vector<ipam::Address> still;
+      for (const auto& e : want->held) {
+        if (held_.contains(e)) {
+          still.push_back(e);
+        }
+      }
+      report(dataplane::programmedAnnotation(still));
       metrics_.syncFailed();
       co_return ReconcileResult::error(applied.error());
     }
@@ -300,12 +358,12 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
     spdlog::info("egw-agent: {} kernel changes; {} policies, {} egress IPs held", changes,
                  want->kernel.nft.policies.size(), want->held.size());
   }
-  metrics_.syncSucceeded(static_cast<int>(want->kernel.nft.policies.size()),
-                         static_cast<int>(want->held.size()),
-                         std::chrono::duration<double>(now.time_since_epoch()).count(), changes);
-  // After the kernel (in a dry run: after computing it), and never waited for.
-  const auto executor = co_await net::this_coro::executor;
-  readiness_->update(executor, pods_->indexer().list(), want->readyPods, now);
+  metrics_.syncSucceeded(
+      static_cast<int>(want->kernel.nft.policies.size()), static_cast<int>(want->held.size()),
+      std::chrono::duration<double>(clock().wallNow().time_since_epoch()).count(), changes);
+  // After the kernel (in a dry run: after computing it), and never waited for: the renewer
+  // writes it.
+  report(dataplane::programmedAnnotation(want->held));
   co_return resync;
 }
 

@@ -1,31 +1,38 @@
 // File: agent.h
 //
-// egw-agent's sync loop, run by the Manager as a controller with one key: informers on Nodes,
-// the operator's `egw-*` ConfigMaps and gateway Pods (label-selected by the policy label) and
-// the agents' Leases; any event queues a sync after a short debounce (a burst of events is one
-// sync), and every sync re-runs at least each second, because Lease freshness changes with
-// time alone. A sync turns the caches into a ClusterView (its own Lease as the renewer last
-// wrote it: fencing does not wait for the informer), computes the desired kernel state
-// (pkg/dataplane) and applies it with the appliers (links, sysctls, rules and routes, nftables),
-// then announces newly held egress IPs by gratuitous ARP / unsolicited NA at 0, 1 and 2 s.
-// Then it has the readiness gate of its local gateway pods written (pod_readiness.h, through
-// pods/status, never waited for). With dryRun nothing is applied or sent: the state is computed and
-// counted only, and the readiness gate is written as if it had been (so the API side can be
+// egw-agent's sync loop, run by the Manager as a controller with one key. It reads only what no
+// namespace's editor can write: the operator's cluster-scoped EgressPolicySlices, the Nodes, and
+// the agents' Leases in its own namespace; it writes nothing but its own Lease (the renewer's),
+// so a forged object elsewhere cannot make any node SNAT to or announce an address.
+// Any event queues a sync after a short debounce (a burst of events is one sync); liveness
+// changes with time alone, so a sync also re-runs each second and at the very moment this
+// agent's own freshness runs out (fencing must not wait for the next tick). Peers' liveness is
+// when this process observed their Leases change (ObservedLeases, monotonic clock), its own is
+// when its last successful renewal started (LeaseRenewer): no wall clocks are compared. A sync
+// turns the caches into a ClusterView, computes the desired kernel state (pkg/dataplane),
+// applies it with the appliers (links, sysctls, rules and routes, nftables), then announces
+// newly held egress IPs by gratuitous ARP / unsolicited NA at 0, 1 and 2 s. Then it reports
+// what it holds and has programmed on its Lease (kProgrammedAnnotation, through
+// AgentOptions::report) and has the renewer write it at once when it changed: the operator
+// derives the gateway pods' readiness gate from it. With dryRun nothing is applied or sent: the
+// state is computed and counted only, and reported as if it had been (so the API side can be
 // tested).
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "pkg/agent/agent_metrics.h"
 #include "pkg/agent/lease_renewer.h"
-#include "pkg/agent/pod_readiness.h"
 #include "pkg/apis/coordination/lease.h"
-#include "pkg/apis/core/config_map.h"
 #include "pkg/apis/core/node.h"
-#include "pkg/apis/core/pod.h"
+#include "pkg/apis/networking/v1alpha1/types.h"
 #include "pkg/cache/shared_informer.h"
 #include "pkg/controllerruntime/controller.h"
 #include "pkg/dataplane/announcer.h"
@@ -35,7 +42,7 @@
 #include "pkg/dataplane/nft_applier.h"
 #include "pkg/dataplane/routing_applier.h"
 #include "pkg/dataplane/sysctl_applier.h"
-#include "pkg/kube/rest_client.h"
+#include "pkg/leaderelection/observed_leases.h"
 
 namespace egress::agent {
 
@@ -49,13 +56,16 @@ struct AgentOptions {
   bool dryRun = false;
   std::chrono::milliseconds debounce{100};
   std::chrono::milliseconds resync{1000};
+  // Publishes the agent's report (the value of kProgrammedAnnotation) on its Lease's next
+  // write; the agent then has the renewer write it at once. Unset: not reported.
+  std::function<void(const std::string& programmed)> report;
 };
 
 class Agent : public controllerruntime::Controller {
  public:
-  // `client`, `renewer` and `registry` must outlive the agent.
-  Agent(controllerruntime::Controller::Options base, AgentOptions options, kube::RestClient& client,
-        const LeaseRenewer& renewer, prometheus::Registry& registry);
+  // `renewer` and `registry` must outlive the agent.
+  Agent(controllerruntime::Controller::Options base, AgentOptions options, LeaseRenewer& renewer,
+        prometheus::Registry& registry);
 
   // The sync's key, for the renewer's onChange.
   controllerruntime::Enqueuer syncQueue() { return enqueuer(); }
@@ -66,18 +76,25 @@ class Agent : public controllerruntime::Controller {
   net::awaitable<controllerruntime::ReconcileResult> reconcile(const std::string& key) override;
 
  private:
-  dataplane::ClusterView view(meta::Time now) const;
+  // What is ignored of the caches goes to `problems`.
+  dataplane::ClusterView view(Clock::TimePoint now, std::vector<std::string>* problems) const;
+  // The next moment a liveness this agent knows of expires, if any is fresh at `now`.
+  std::optional<Clock::TimePoint> nextExpiry(Clock::TimePoint now) const;
   Result<int, std::string> apply(const dataplane::DesiredState& want);
   void announce(const dataplane::DesiredState& want, Clock::TimePoint now);
+  // Logs the problems that were not there at the last sync: an ignored slice or a contested
+  // egress IP (fail closed) must be visible without a line per problem every second.
+  void warnAbout(const std::vector<std::string>& problems);
+  void report(const std::string& programmed);
 
   AgentOptions options_;
-  const LeaseRenewer& renewer_;
-  std::shared_ptr<ReadinessWriter> readiness_;
+  LeaseRenewer& renewer_;
   AgentMetrics metrics_;
   cache::SharedIndexInformer<core::Node>* nodes_ = nullptr;
-  cache::SharedIndexInformer<core::ConfigMap>* configMaps_ = nullptr;
-  cache::SharedIndexInformer<core::Pod>* pods_ = nullptr;
+  cache::SharedIndexInformer<networking::v1alpha1::EgressPolicySlice>* slices_ = nullptr;
   cache::SharedIndexInformer<coordination::Lease>* leases_ = nullptr;
+  // The peers' Leases by name, as this process observed them change.
+  leaderelection::ObservedLeases observed_;
   std::unique_ptr<dataplane::LinkApplier> links_;
   std::unique_ptr<dataplane::RoutingApplier> routing_;
   std::unique_ptr<dataplane::NftApplier> nft_;
@@ -91,7 +108,9 @@ class Agent : public controllerruntime::Controller {
   };
   std::map<ipam::Address, Pending> announcing_;
   std::set<ipam::Address> held_;
-  std::string lastError_;
+  std::set<std::string> problems_;
+  // The report last published; nullopt before the first.
+  std::optional<std::string> reported_;
 };
 
 // The device that has `ip` (getifaddrs), or "".

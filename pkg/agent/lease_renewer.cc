@@ -15,7 +15,10 @@ struct LeaseRenewer::State {
   // and an update, until a write fails.
   bool haveVersion = false;
   std::optional<bool> lastOk;
-  std::optional<meta::Time> lastRenewed;
+  // Monotonic start of the last successful renewal: the earliest the operator can have seen it.
+  std::optional<Clock::TimePoint> lastStarted;
+  // renewSoon() was called: the next attempt is not to wait for the interval.
+  bool soon = false;
   int failures = 0;
 };
 
@@ -99,6 +102,9 @@ void LeaseRenewer::stop() {
 
 net::awaitable<void> LeaseRenewer::loop(std::shared_ptr<State> state) {
   while (!state->stopped) {
+    // What is asked for before this attempt starts is in it.
+    state->soon = false;
+    const Clock::TimePoint started = state->clock->now();
     const meta::Time now = state->clock->wallNow();
     const auto duration = state->options.duration;
     // Two statements, not one conditional with two co_awaits (g++ 12 miscompiles that).
@@ -114,7 +120,7 @@ net::awaitable<void> LeaseRenewer::loop(std::shared_ptr<State> state) {
     const bool ok = done.ok();
     state->haveVersion = ok;
     if (ok) {
-      state->lastRenewed = now;
+      state->lastStarted = started;
       state->failures = 0;
     } else {
       ++state->failures;
@@ -126,20 +132,32 @@ net::awaitable<void> LeaseRenewer::loop(std::shared_ptr<State> state) {
         state->options.onChange();
       }
     }
-    const auto deadline = state->clock->now() + state->options.renewInterval;
-    if (!co_await state->timer->waitUntil(deadline)) {
-      break;
+    // Asked during the attempt: its body may predate the request.
+    if (state->soon) {
+      continue;
     }
+    const auto deadline = state->clock->now() + state->options.renewInterval;
+    // Cancelled by stop() (the loop ends) or by renewSoon() (the next attempt starts now).
+    co_await state->timer->waitUntil(deadline);
   }
   state->running = false;
 }
 
-std::optional<meta::Time> LeaseRenewer::lastRenewed() const {
-  return state_->lastRenewed;
+std::optional<Clock::TimePoint> LeaseRenewer::freshUntil() const {
+  if (!state_->lastStarted) {
+    return std::nullopt;
+  }
+  return *state_->lastStarted + options_.duration - kFreshnessMargin;
 }
 
-bool LeaseRenewer::freshAt(meta::Time now) const {
-  return state_->lastRenewed && now < *state_->lastRenewed + options_.duration;
+bool LeaseRenewer::fresh(Clock::TimePoint now) const {
+  auto until = freshUntil();
+  return until && now < *until;
+}
+
+void LeaseRenewer::renewSoon() {
+  state_->soon = true;
+  state_->timer->cancel();
 }
 
 bool LeaseRenewer::attempted() const {

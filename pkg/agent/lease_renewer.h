@@ -2,10 +2,14 @@
 //
 // The agent's liveness, as the operator and the other agents see it: it renews Lease
 // "egw-agent-<node>" every 2 s with a 6 s duration (dataplane.md §2.5), creating it when it is
-// missing. Not a leader election: every agent holds its own Lease. freshAt() is the fencing
-// input: an agent whose last renewal is older than the duration must withdraw what it holds,
-// because another node may hold it by now; a fresh process has not renewed yet and so holds
-// nothing until its first renewal succeeds.
+// missing. Not a leader election: every agent holds its own Lease. fresh() is the fencing
+// input: the operator moves an address a full duration after it observed this agent's last
+// renewal, so the agent must have withdrawn by then. It judges by its own monotonic clock from
+// the moment a successful renewal was *started* (the operator cannot have observed it earlier),
+// never by comparing wall clocks, and stops a margin early to leave time to withdraw. A fresh
+// process has not renewed yet and so holds nothing until its first renewal succeeds.
+// The Lease also carries the agent's report (kProgrammedAnnotation, set on the lock by its
+// owner); renewSoon() writes a changed report at once instead of after the interval.
 #pragma once
 
 #include <chrono>
@@ -27,6 +31,11 @@ namespace net = boost::asio;
 
 class LeaseRenewer : public controllerruntime::Runnable {
  public:
+  // The agent stops counting itself fresh this long before its Lease could be judged stale: the
+  // operator observes a renewal no earlier than it was sent and moves the address only a full
+  // duration after observing it, so withdrawing (one sync: the kernel writes) must fit here.
+  static constexpr std::chrono::milliseconds kFreshnessMargin{500};
+
   struct Options {
     std::chrono::milliseconds renewInterval{std::chrono::seconds(2)};
     std::chrono::seconds duration{6};
@@ -45,11 +54,14 @@ class LeaseRenewer : public controllerruntime::Runnable {
   net::awaitable<void> run() override;
   void stop() override;
 
-  // The wall-clock time of the last successful renewal, if any.
-  std::optional<meta::Time> lastRenewed() const;
-  std::chrono::seconds duration() const { return options_.duration; }
-  // Renewed less than the duration before `now`.
-  bool freshAt(meta::Time now) const;
+  // This agent may hold addresses at `now` (monotonic): now < freshUntil().
+  bool fresh(Clock::TimePoint now) const;
+  // When the agent stops being fresh unless a renewal succeeds first: the start of its last
+  // successful renewal + duration - kFreshnessMargin. nullopt before the first success.
+  std::optional<Clock::TimePoint> freshUntil() const;
+  // Renews now (after the attempt in flight, if any) rather than at the next interval: the
+  // Lease's content changed (the agent's report).
+  void renewSoon();
   // The first renewal attempt has ended (either way). Until then this process cannot tell
   // whether it still holds what its predecessor held; onChange fires when it ends.
   bool attempted() const;

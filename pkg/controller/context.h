@@ -3,13 +3,15 @@
 // What the subcontrollers and their processors share, owned by the main controller
 // (controller.h): the REST client, the watch cache, the allocator (the in-memory book of every
 // egress IP, rebuilt from the policies' ledgers before any worker runs), the event recorder,
-// the clock, the domain metrics, and the cross-triggers between the subcontrollers.
+// the clock, the domain metrics, what the egw-agents' Leases say (agentlease/agents.h), and the
+// cross-triggers between the subcontrollers.
 #pragma once
 
 #include <functional>
 #include <string>
 
 #include "pkg/base/clock.h"
+#include "pkg/controller/agentlease/agents.h"
 #include "pkg/controller/cache/cache.h"
 #include "pkg/controller/metrics.h"
 #include "pkg/controllerruntime/enqueuer.h"
@@ -26,6 +28,7 @@ struct Context {
   controllerruntime::EventRecorder& recorder;
   Clock& clock;
   Metrics& metrics;
+  Agents& agents;
   // The subcontrollers' queues (set once they exist): a policy's allocation changed a pool's
   // counts, a release may let waiting policies complete, and the OperatorConfig's summary
   // counts policies and pools.

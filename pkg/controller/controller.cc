@@ -134,6 +134,7 @@ Result<Ok, std::string> MainController::setUp(cache::SharedInformerFactory& fact
                                            options_.recorder,
                                            options_.clock,
                                            metrics_,
+                                           agents_,
                                            {},
                                            {},
                                            {}});
@@ -238,8 +239,28 @@ Result<Ok, std::string> MainController::wireCrossTriggers() {
   };
   check(cache->deployments().addEventHandler(enqueueMapped<apps::Deployment>(
       policies, [byLabel](const apps::Deployment& d) { return byLabel(d.metadata); })));
-  check(cache->configMaps().addEventHandler(enqueueMapped<core::ConfigMap>(
-      policies, [byLabel](const core::ConfigMap& c) { return byLabel(c.metadata); })));
+  // A slice's policy: an orphan (its policy gone, say while no operator ran) is deleted by
+  // the reconcile of a policy that is not there.
+  check(cache->slices().addEventHandler(enqueueMapped<v1alpha1::EgressPolicySlice>(
+      policies, [](const v1alpha1::EgressPolicySlice& s) {
+        return std::vector<std::string>{s.spec.policy.namespace_ + "/" + s.spec.policy.name};
+      })));
+  // A gateway pod's ReplicaSet completes (or breaks) the chain of owners that proves the pod.
+  check(cache->replicaSets().addEventHandler(
+      enqueueMapped<apps::ReplicaSet>(policies, [cache](const apps::ReplicaSet& rs) {
+        std::vector<std::string> keys;
+        if (const auto* ref = meta::controllerOf(rs.metadata);
+            ref != nullptr && ref->kind == "Deployment") {
+          if (auto d =
+                  cache->deployments().indexer().get(rs.metadata.namespace_ + "/" + ref->name)) {
+            auto it = d->metadata.labels.find(std::string(kPolicyLabel));
+            if (it != d->metadata.labels.end()) {
+              keys.push_back(rs.metadata.namespace_ + "/" + it->second);
+            }
+          }
+        }
+        return keys;
+      })));
   check(cache->podDisruptionBudgets().addEventHandler(enqueueMapped<policy::PodDisruptionBudget>(
       policies, [byLabel](const policy::PodDisruptionBudget& p) { return byLabel(p.metadata); })));
   if (!regs.empty()) {

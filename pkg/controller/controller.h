@@ -97,6 +97,7 @@ class MainController : public controllerruntime::Runnable {
   std::string name_ = "egress-gateway-operator";
   ipam::Allocator allocator_;
   Metrics metrics_;
+  Agents agents_;
   std::unique_ptr<Cache> cache_;
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<EgressGatewayController> egressGateway_;

@@ -6,6 +6,10 @@ std::string gatewayName(std::string_view policy) {
   return "egw-" + std::string(policy);
 }
 
+std::string sliceName(std::string_view ns, std::string_view policy, size_t index) {
+  return std::string(ns) + "." + std::string(policy) + "." + std::to_string(index);
+}
+
 kube::Resource policiesResource() {
   return {std::string(kGroup), "v1alpha1", "egressgatewaypolicies", true};
 }
@@ -24,8 +28,11 @@ kube::Resource namespacesResource() {
 kube::Resource deploymentsResource() {
   return {"apps", "v1", "deployments", true};
 }
-kube::Resource configMapsResource() {
-  return {"", "v1", "configmaps", true};
+kube::Resource replicaSetsResource() {
+  return {"apps", "v1", "replicasets", true};
+}
+kube::Resource slicesResource() {
+  return {std::string(kGroup), "v1alpha1", "egresspolicyslices", false};
 }
 kube::Resource agentLeasesResource() {
   return {"coordination.k8s.io", "v1", "leases", true};

@@ -25,27 +25,35 @@ inline constexpr std::string_view kOperatorConfigName = "default";
 // Server-side apply's field manager, and the Events' reportingController.
 inline constexpr std::string_view kFieldManager = "egress-gateway-operator";
 
-// On every object the operator makes (Deployments, ConfigMaps, PodDisruptionBudgets) and on the
-// gateway pods: the informers select on kManagedByLabel, so they cache only the operator's own.
+// On every object the operator makes (Deployments, PodDisruptionBudgets, EgressPolicySlices) and
+// on the gateway pods and their ReplicaSets: the informers select on kManagedByLabel, so they
+// cache only the operator's own. Labels are for selection and kubectl; nothing is believed
+// because of one (ownership is proven by owner UIDs).
 inline constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr std::string_view kManagedByValue = "egress-gateway-operator";
 inline constexpr std::string_view kNameLabel = "app.kubernetes.io/name";
 inline constexpr std::string_view kNameValue = "egress-gateway";
-// The policy (in the object's namespace) a gateway object or pod belongs to.
+// The policy (in the object's namespace) a gateway object or pod belongs to; on the
+// cluster-scoped EgressPolicySlices, with kPolicyNamespaceLabel.
 inline constexpr std::string_view kPolicyLabel = "egressgateway.dev/policy";
+inline constexpr std::string_view kPolicyNamespaceLabel = "egressgateway.dev/policy-namespace";
 
-// On a gateway pod: the ledger entry it holds, its addresses comma-separated, IPv4 first
-// ("203.0.113.5" or "203.0.113.5,2001:db8::5"). The data plane programs the pod's node from it;
-// the pod reads it through a downward-API volume.
+// On a gateway pod: the ledger entry the operator gave it, its addresses comma-separated, IPv4
+// first ("203.0.113.5" or "203.0.113.5,2001:db8::5"), for the pod (a downward-API volume) and
+// kubectl. The data plane never reads it: it programs what the EgressPolicySlices say.
 inline constexpr std::string_view kEgressIPsAnnotation = "egressgateway.dev/egress-ips";
 // On the objects the operator applies: a digest of what it applied, so an unchanged object is
 // not applied again.
 inline constexpr std::string_view kAppliedHashAnnotation = "egressgateway.dev/applied-hash";
 
 // With the agent (OperatorConfig spec.dataplane.agent): the gateway pods' readiness gate, which
-// egw-agent sets True once the pod's egress IPs are programmed and announced on its node, and
-// False when it withdraws them (pkg/dataplane/cluster_view.h has the same text for the agent).
+// the operator sets True once the agent of the pod's node reports the pod's egress IPs
+// programmed and announced (kProgrammedAnnotation on its fresh Lease), and False when it no
+// longer does. The agent writes no pod: only its own Lease.
 inline constexpr std::string_view kIPProgrammedCondition = "egressgateway.dev/ip-programmed";
+// On egw-agent's Lease: the egress IPs it holds and has programmed, canonical, sorted,
+// comma-separated (pkg/dataplane/cluster_view.h has the same text for the agent).
+inline constexpr std::string_view kProgrammedAnnotation = "egressgateway.dev/programmed";
 // With the agent, gateway pods leave a not-ready or unreachable node after this long instead of
 // the API server's default 300 s, so the Deployment replaces them while the IP moves.
 inline constexpr int64_t kAgentTolerationSeconds = 10;
@@ -53,8 +61,11 @@ inline constexpr int64_t kAgentTolerationSeconds = 10;
 // egw-agent on node N renews Lease "egw-agent-N" (pkg/dataplane/cluster_view.h has the same).
 inline constexpr std::string_view kAgentLeasePrefix = "egw-agent-";
 
-// The Deployment, ConfigMap and PodDisruptionBudget of policy `policy`.
+// The Deployment and PodDisruptionBudget of policy `policy`.
 std::string gatewayName(std::string_view policy);
+// The `index`th EgressPolicySlice of policy `ns`/`policy`: "<ns>.<policy>.<index>" (a namespace
+// has no dot, so the name is unambiguous; the operator keeps policy names to 63 characters).
+std::string sliceName(std::string_view ns, std::string_view policy, size_t index);
 
 // Condition types.
 inline constexpr std::string_view kConditionReady = "Ready";
@@ -75,7 +86,8 @@ kube::Resource operatorConfigsResource();
 kube::Resource podsResource();
 kube::Resource namespacesResource();
 kube::Resource deploymentsResource();
-kube::Resource configMapsResource();
+kube::Resource replicaSetsResource();
+kube::Resource slicesResource();
 kube::Resource agentLeasesResource();
 // policy/v1 where the server has it (1.21+), else policy/v1beta1 (1.20): the operator asks the
 // server at start (serverHasPolicyV1) and uses the same object shape either way.

@@ -1,52 +1,52 @@
 #include "pkg/dataplane/cluster_view.h"
 
 #include <algorithm>
+#include <map>
 
 namespace egress::dataplane {
 namespace {
 
-// Non-empty lines of a ConfigMap value (configMapData writes one item per line).
-std::vector<std::string_view> lines(std::string_view text) {
-  std::vector<std::string_view> out;
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    if (!line.empty() && line.back() == '\r') {
-      line.remove_suffix(1);
+using networking::v1alpha1::EgressPolicySlice;
+
+void problem(std::vector<std::string>* problems, std::string text) {
+  if (problems != nullptr) {
+    problems->push_back(std::move(text));
+  }
+}
+
+std::vector<ipam::Address> addresses(const std::vector<std::string>& texts,
+                                     const std::string& where, std::vector<std::string>* problems) {
+  std::vector<ipam::Address> out;
+  for (const auto& text : texts) {
+    if (auto ip = ipam::parseAddress(text)) {
+      out.push_back(*ip);
+    } else {
+      problem(problems, where + ": cannot parse address \"" + text + "\"");
     }
-    if (!line.empty()) {
-      out.push_back(line);
-    }
-    if (nl == std::string_view::npos) {
-      break;
-    }
-    text.remove_prefix(nl + 1);
   }
   return out;
 }
 
-std::string_view value(const meta::StringMap& data, const char* key) {
-  auto it = data.find(key);
-  return it == data.end() ? std::string_view() : std::string_view(it->second);
-}
-
-void problem(std::vector<std::string>* problems, const std::string& where, std::string_view line) {
-  if (problems != nullptr) {
-    problems->push_back(where + ": cannot parse \"" + std::string(line) + "\"");
-  }
-}
-
-std::vector<ipam::Prefix> prefixes(const meta::StringMap& data, const char* key,
-                                   const std::string& where, std::vector<std::string>* problems) {
+std::vector<ipam::Prefix> prefixes(const std::vector<std::string>& texts, const std::string& where,
+                                   std::vector<std::string>* problems) {
   std::vector<ipam::Prefix> out;
-  for (auto line : lines(value(data, key))) {
-    if (auto p = ipam::parseAddressOrCIDR(line)) {
+  for (const auto& text : texts) {
+    if (auto p = ipam::parseAddressOrCIDR(text)) {
       out.push_back(*p);
     } else {
-      problem(problems, where + " " + key, line);
+      problem(problems, where + ": cannot parse CIDR \"" + text + "\"");
     }
   }
   return out;
+}
+
+void addSources(const EgressPolicySlice& slice, PolicyView& v, std::vector<std::string>* problems) {
+  const std::string where = "EgressPolicySlice " + slice.metadata.name + " source ";
+  for (const auto& s : slice.spec.sources) {
+    for (const auto& ip : addresses(s.ips, where + s.pod, problems)) {
+      v.sources.push_back({ip, s.node});
+    }
+  }
 }
 
 }  // namespace
@@ -70,70 +70,83 @@ NodeView nodeView(const core::Node& node) {
   return v;
 }
 
-std::optional<PolicyView> policyView(const core::ConfigMap& configMap,
-                                     std::vector<std::string>* problems) {
-  const auto& name = configMap.metadata.name;
-  if (!name.starts_with(kConfigMapPrefix)) {
-    return std::nullopt;
-  }
-  PolicyView v;
-  v.key = configMap.metadata.namespace_ + "/" + name.substr(kConfigMapPrefix.size());
-  const std::string where = "ConfigMap " + configMap.metadata.namespace_ + "/" + name;
-  for (auto line : lines(value(configMap.data, "egress-ips"))) {
-    if (auto ip = ipam::parseAddress(line)) {
-      v.egressIPs.push_back(*ip);
-    } else {
-      problem(problems, where + " egress-ips", line);
-    }
-  }
-  v.destinations = prefixes(configMap.data, "destination-cidrs", where, problems);
-  v.excluded = prefixes(configMap.data, "excluded-cidrs", where, problems);
-  for (auto line : lines(value(configMap.data, "sources"))) {
-    size_t at = line.find('@');
-    auto ip = at == std::string_view::npos ? std::nullopt : ipam::parseAddress(line.substr(0, at));
-    if (!ip || at + 1 >= line.size()) {
-      problem(problems, where + " sources", line);
+std::vector<PolicyView> policyViews(
+    const std::vector<std::shared_ptr<const EgressPolicySlice>>& slices,
+    std::vector<std::string>* problems) {
+  // By uid, each group in name order: the head is then the first slice with a gateway, whatever
+  // order the informer lists them in.
+  std::map<std::string, std::vector<const EgressPolicySlice*>> byUID;
+  for (const auto& s : slices) {
+    if (s->spec.policy.uid.empty()) {
+      problem(problems, "EgressPolicySlice " + s->metadata.name + ": no policy uid, ignored");
       continue;
     }
-    v.sources.push_back({*ip, std::string(line.substr(at + 1))});
+    byUID[s->spec.policy.uid].push_back(s.get());
   }
-  return v;
+  std::vector<PolicyView> out;
+  for (auto& [uid, group] : byUID) {
+    std::sort(group.begin(), group.end(),
+              [](const EgressPolicySlice* a, const EgressPolicySlice* b) {
+                return a->metadata.name < b->metadata.name;
+              });
+    const EgressPolicySlice* head = nullptr;
+    for (const auto* s : group) {
+      if (!s->spec.gateway) {
+        continue;
+      }
+      if (head == nullptr) {
+        head = s;
+      } else {
+        problem(problems, "EgressPolicySlice " + s->metadata.name + ": a second gateway for uid " +
+                              uid + " (" + head->metadata.name + "'s is used), ignored");
+      }
+    }
+    if (head == nullptr) {
+      problem(problems, "EgressPolicySlices of uid " + uid + " (" + group.front()->metadata.name +
+                            " ...): none has a gateway, ignored");
+      continue;
+    }
+    PolicyView v;
+    v.key = head->spec.policy.namespace_ + "/" + head->spec.policy.name;
+    v.uid = uid;
+    const std::string where = "EgressPolicySlice " + head->metadata.name;
+    const auto& gw = *head->spec.gateway;
+    for (const auto& e : gw.egressIPs) {
+      v.slots.push_back(
+          {addresses(e.ips, where + " egressIPs", problems), e.node, e.pod, e.podUID});
+    }
+    v.destinations = prefixes(gw.destinationCIDRs, where + " destinationCIDRs", problems);
+    v.excluded = prefixes(gw.excludedCIDRs, where + " excludedCIDRs", problems);
+    for (const auto* s : group) {
+      addSources(*s, v, problems);
+    }
+    out.push_back(std::move(v));
+  }
+  std::sort(out.begin(), out.end(), [](const PolicyView& a, const PolicyView& b) {
+    return a.key != b.key ? a.key < b.key : a.uid < b.uid;
+  });
+  return out;
 }
 
-std::optional<GatewayPodView> gatewayPodView(const core::Pod& pod) {
-  auto it = pod.metadata.annotations.find(std::string(kEgressIPsAnnotation));
-  if (it == pod.metadata.annotations.end() || pod.spec.nodeName.empty()) {
+std::optional<std::string> agentLeaseNode(std::string_view leaseName) {
+  if (!leaseName.starts_with(kAgentLeasePrefix) || leaseName.size() == kAgentLeasePrefix.size()) {
     return std::nullopt;
   }
-  GatewayPodView v;
-  v.key = pod.metadata.namespace_ + "/" + pod.metadata.name;
-  v.node = pod.spec.nodeName;
-  std::string_view text = it->second;
-  while (!text.empty()) {
-    size_t comma = text.find(',');
-    if (auto ip = ipam::parseAddress(text.substr(0, comma))) {
-      v.egressIPs.push_back(*ip);
-    }
-    if (comma == std::string_view::npos) {
-      break;
-    }
-    text.remove_prefix(comma + 1);
-  }
-  std::sort(v.egressIPs.begin(), v.egressIPs.end());
-  v.ready = core::isPodReady(pod);
-  v.terminating = pod.metadata.deletionTimestamp.has_value() || pod.status.phase == "Succeeded" ||
-                  pod.status.phase == "Failed";
-  return v;
+  return std::string(leaseName.substr(kAgentLeasePrefix.size()));
 }
 
-std::optional<LeaseView> leaseView(const coordination::Lease& lease) {
-  const auto& name = lease.metadata.name;
-  if (!name.starts_with(kAgentLeasePrefix) || !lease.spec.renewTime ||
-      !lease.spec.leaseDurationSeconds) {
-    return std::nullopt;
+std::string programmedAnnotation(const std::vector<ipam::Address>& held) {
+  std::vector<std::string> texts;
+  for (const auto& e : held) {
+    texts.push_back(e.toString());
   }
-  return LeaseView{name.substr(kAgentLeasePrefix.size()), *lease.spec.renewTime,
-                   std::chrono::seconds(*lease.spec.leaseDurationSeconds)};
+  std::sort(texts.begin(), texts.end());
+  texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
+  std::string out;
+  for (const auto& t : texts) {
+    out += (out.empty() ? "" : ",") + t;
+  }
+  return out;
 }
 
 }  // namespace egress::dataplane

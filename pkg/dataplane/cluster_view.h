@@ -1,38 +1,36 @@
 // File: cluster_view.h
 //
-// What egw-agent knows of the cluster, as plain values: the Nodes' InternalIPs (tunnel peers),
-// each policy's `egw-*` ConfigMap (egress IPs, destinations, exclusions, source pods with their
-// nodes), the gateway pods with their egress-IP annotation, and the agents' Leases. The desired
-// kernel state (desired_state.h) is a pure function of one ClusterView, so tests and the netns
-// e2e feed it values instead of informers. The converters read exactly what the operator writes
-// (pkg/controller/egressgateway/render.cc: configMapData, entryText).
+// What egw-agent knows of the cluster, as plain values. Everything here comes from objects only
+// the operator (or the agents themselves) can write: the cluster-scoped EgressPolicySlices (a
+// policy's egress-IP slots with their holder nodes, destinations, exclusions and source pods),
+// the Nodes' InternalIPs (tunnel peers), and whether each node's agent is live. Namespaced
+// objects are never read: any editor of a namespace could forge a ConfigMap or a pod annotation
+// and so make the kernel SNAT to, or announce, an address that is not theirs.
+//
+// Liveness arrives as a boolean per node, decided by the agent on its monotonic clock
+// (ObservedLeases for the peers, its own renewals for itself), so the pure core
+// (desired_state.h) never compares a remote renewTime with a local wall clock, and tests and
+// the netns e2e feed it values instead of informers.
 #pragma once
 
-#include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "pkg/apis/coordination/lease.h"
-#include "pkg/apis/core/config_map.h"
 #include "pkg/apis/core/node.h"
-#include "pkg/apis/core/pod.h"
-#include "pkg/apis/meta/time.h"
+#include "pkg/apis/networking/v1alpha1/types.h"
 #include "pkg/ipam/address.h"
 
 namespace egress::dataplane {
 
-// The operator's names the agent reads (pkg/controller/names.h; duplicated as text because the
-// agent does not link the operator; dataplane_contract_test pins them against each other).
-inline constexpr std::string_view kEgressIPsAnnotation = "egressgateway.dev/egress-ips";
-inline constexpr std::string_view kPolicyLabel = "egressgateway.dev/policy";
-inline constexpr std::string_view kConfigMapPrefix = "egw-";
-// The gateway pods' readiness gate: the agent sets it True on a local gateway pod once all its
-// egress IPs are programmed and announced here, False once they are not.
-inline constexpr std::string_view kIPProgrammedCondition = "egressgateway.dev/ip-programmed";
-// The agent of node N renews Lease "egw-agent-N" in its own namespace.
+// The agent of node N renews Lease "egw-agent-N" in its own namespace (pkg/controller/names.h
+// has the same text: the agent does not link the operator; dataplane_contract_test pins them).
 inline constexpr std::string_view kAgentLeasePrefix = "egw-agent-";
+// The agent's report on its own Lease: the egress IPs it holds and has programmed, from which
+// the operator sets the gateway pods' readiness gate (the agent writes no pod).
+inline constexpr std::string_view kProgrammedAnnotation = "egressgateway.dev/programmed";
 
 struct NodeView {
   std::string name;
@@ -45,50 +43,53 @@ struct SourceView {
   std::string node;
 };
 
-// One policy, from its ConfigMap "egw-<policy>" in the policy's namespace.
+// One gateway replica slot of a policy: its egress IPs (one per family) and the node whose agent
+// holds them, as the operator decided from the gateway pod it proved by owner UIDs.
+struct EgressIPSlot {
+  std::vector<ipam::Address> ips;
+  std::string node;  // "" = nobody holds them: traffic that would leave with them is refused
+  std::string pod;
+  std::string podUID;
+};
+
+// One policy, merged from its EgressPolicySlices.
 struct PolicyView {
-  std::string key;  // "namespace/policy"
-  std::vector<ipam::Address> egressIPs;
+  std::string key;  // "namespace/policy": nft comments and problems
+  std::string uid;  // the policy's metadata.uid: two policies are two uids, whatever their keys
+  std::vector<EgressIPSlot> slots;
   std::vector<ipam::Prefix> destinations;
   std::vector<ipam::Prefix> excluded;
   std::vector<SourceView> sources;
 };
 
-// A gateway pod: the node that holds its annotation's egress IPs.
-struct GatewayPodView {
-  std::string key;  // "namespace/name"
-  std::string node;
-  std::vector<ipam::Address> egressIPs;
-  bool ready = false;
-  bool terminating = false;  // deletionTimestamp set, or phase Succeeded/Failed
-};
-
+// Whether a node's agent is live now, as this agent judges it (a node without an entry is not).
 struct LeaseView {
   std::string node;
-  meta::Time renewTime;
-  std::chrono::seconds duration{0};
-
-  // Renewed less than `duration` ago.
-  bool freshAt(meta::Time now) const { return now < renewTime + duration; }
+  bool fresh = false;
 };
 
 struct ClusterView {
   std::string self;  // this agent's node
-  meta::Time now;
   std::vector<NodeView> nodes;
   std::vector<PolicyView> policies;
-  std::vector<GatewayPodView> gateways;
   std::vector<LeaseView> leases;
 };
 
 NodeView nodeView(const core::Node& node);
-// nullopt for a ConfigMap that is not a gateway's ("egw-" prefix). Lines that do not parse are
-// skipped and named in `problems`.
-std::optional<PolicyView> policyView(const core::ConfigMap& configMap,
-                                     std::vector<std::string>* problems);
-// nullopt for a pod without the annotation or not yet scheduled.
-std::optional<GatewayPodView> gatewayPodView(const core::Pod& pod);
-// nullopt for a Lease that is not an agent's, or has no renewTime or duration.
-std::optional<LeaseView> leaseView(const coordination::Lease& lease);
+
+// The policies of `slices`, sorted by key then uid. Slices are grouped by spec.policy.uid; the
+// group's head is its slice with spec.gateway (of several, the lowest metadata.name; the others
+// are named in `problems`). A group without a head is ignored and named in `problems`: without
+// its ledger nothing safe can be programmed for its sources. Addresses and CIDRs that do not
+// parse are skipped and named in `problems`.
+std::vector<PolicyView> policyViews(
+    const std::vector<std::shared_ptr<const networking::v1alpha1::EgressPolicySlice>>& slices,
+    std::vector<std::string>* problems);
+
+// The node of an agent's Lease name ("egw-agent-<node>"), or nullopt for any other Lease.
+std::optional<std::string> agentLeaseNode(std::string_view leaseName);
+
+// The value of kProgrammedAnnotation for `held`: canonical text, sorted, joined by ",".
+std::string programmedAnnotation(const std::vector<ipam::Address>& held);
 
 }  // namespace egress::dataplane

@@ -89,7 +89,6 @@ class Computer {
     tunnel(*self);
     policies();
     routing();
-    readiness();
     auto& k = out_.kernel;
     sortUnique(k.links);
     sortUnique(k.addresses);
@@ -104,7 +103,7 @@ class Computer {
  private:
   void liveNodes() {
     for (const auto& l : view_.leases) {
-      if (l.freshAt(view_.now)) {
+      if (l.fresh) {
         live_.insert(l.node);
       }
     }
@@ -115,54 +114,71 @@ class Computer {
     const uint32_t maxIndex = config_.markMask >> shift;
     replyMark_ = markValue(config_.markMask, maxIndex);
     refuseMark_ = markValue(config_.markMask, maxIndex - 1);
-    std::map<Address, std::string> owner;
+    // Who lists each egress IP: the policies (by uid: keys can repeat across a re-creation) and
+    // how many slots.
+    struct Claim {
+      std::map<std::string, std::string> keyByUID;
+      int slots = 0;
+    };
+    std::map<Address, Claim> claims;
     for (const auto& p : view_.policies) {
-      for (const auto& e : p.egressIPs) {
-        auto [it, inserted] = owner.emplace(e, p.key);
-        if (!inserted && it->second != p.key) {
-          out_.problems.push_back("egress IP " + e.toString() + " is in " + it->second + " and " +
-                                  p.key + ": " + p.key + "'s is ignored");
+      for (const auto& slot : p.slots) {
+        for (const auto& e : std::set<Address>(slot.ips.begin(), slot.ips.end())) {
+          auto& c = claims[e];
+          c.keyByUID.emplace(p.uid, p.key);
+          ++c.slots;
         }
       }
     }
     uint32_t next = 1;
-    for (const auto& [e, key] : owner) {
+    for (const auto& [e, c] : claims) {
+      // Nobody may hold an address two policies claim, nor one two slots name (two holders):
+      // neither is a conflict the agent can settle, and whichever it picked could be the forged
+      // one. Fail closed until the operator's view is unambiguous again.
+      if (c.keyByUID.size() > 1) {
+        std::string who;
+        for (const auto& [uid, key] : c.keyByUID) {
+          who += (who.empty() ? "" : ", ") + key + " (uid " + uid + ")";
+        }
+        out_.problems.push_back("egress IP " + e.toString() + " is in " + who +
+                                ": held by none of them");
+        continue;
+      }
+      const auto& key = c.keyByUID.begin()->second;
+      if (c.slots > 1) {
+        out_.problems.push_back("egress IP " + e.toString() + " is in " + std::to_string(c.slots) +
+                                " slots of " + key + ": held by none");
+        continue;
+      }
       if (next + 1 >= maxIndex) {
         out_.problems.push_back("egress IP " + e.toString() + " of " + key +
                                 ": no mark left in the mask");
         continue;
       }
       marks_[e] = markValue(config_.markMask, next++);
-      owner_[e] = key;
     }
   }
 
+  // A slot's node holds its egress IPs only while that node's agent is live (for this node:
+  // while this agent is fresh), so a dead holder's addresses are unreachable, not sent to it.
   void findHolders() {
-    // Per egress IP, the best live candidate: Ready first, then the lowest pod key, so every
-    // agent picks the same one while the operator moves an annotation.
-    std::map<Address, const GatewayPodView*> best;
-    for (const auto& g : view_.gateways) {
-      if (g.terminating || !live_.contains(g.node)) {
-        continue;
-      }
-      for (const auto& e : g.egressIPs) {
-        if (!marks_.contains(e)) {
+    for (const auto& p : view_.policies) {
+      for (const auto& slot : p.slots) {
+        if (slot.node.empty() || !live_.contains(slot.node)) {
           continue;
         }
-        auto& b = best[e];
-        if (b == nullptr || (g.ready && !b->ready) || (g.ready == b->ready && g.key < b->key)) {
-          b = &g;
+        for (const auto& e : slot.ips) {
+          if (marks_.contains(e)) {
+            holder_[e] = slot.node;
+          }
         }
       }
-    }
-    for (const auto& [e, g] : best) {
-      holder_[e] = g->node;
     }
   }
 
   bool heldHere(const Address& e) const {
     auto it = holder_.find(e);
-    return it != holder_.end() && it->second == view_.self && live_.contains(view_.self);
+    return it != holder_.end() && it->second == view_.self;
   }
 
   // The next hop in the tunnel towards `node` for `family`, if the node is a known peer.
@@ -244,8 +260,9 @@ class Computer {
     for (const auto& p : view_.policies) {
       sorted.push_back(&p);
     }
-    std::sort(sorted.begin(), sorted.end(),
-              [](const PolicyView* a, const PolicyView* b) { return a->key < b->key; });
+    std::sort(sorted.begin(), sorted.end(), [](const PolicyView* a, const PolicyView* b) {
+      return a->key != b->key ? a->key < b->key : a->uid < b->uid;
+    });
     for (const PolicyView* p : sorted) {
       NftPolicy np;
       np.key = p->key;
@@ -255,11 +272,14 @@ class Computer {
       for (const auto& d : p->excluded) {
         np.excluded[idx(d.address.family)].push_back(d);
       }
+      // Only addresses someone live holds: a pod hashed onto a dead holder's address would be
+      // refused while a live one of the same policy could carry it.
       std::vector<Address> candidates;
-      for (const auto& e : p->egressIPs) {
-        auto it = owner_.find(e);
-        if (it != owner_.end() && it->second == p->key) {
-          candidates.push_back(e);
+      for (const auto& slot : p->slots) {
+        for (const auto& e : slot.ips) {
+          if (holder_.contains(e)) {
+            candidates.push_back(e);
+          }
         }
       }
       std::set<Address> seen;
@@ -268,7 +288,7 @@ class Computer {
           continue;
         }
         auto pick = pickEgressIP(s.ip, candidates);
-        // No egress IP of the pod's family: refused, never sent with the node's address.
+        // No live egress IP of the pod's family: refused, never sent with the node's address.
         uint32_t mark = pick ? marks_.at(*pick) : refuseMark_;
         np.picks[idx(s.ip.family)].push_back({s.ip, mark});
         if (pick && heldHere(*pick)) {
@@ -356,19 +376,6 @@ class Computer {
     }
   }
 
-  void readiness() {
-    for (const auto& g : view_.gateways) {
-      if (g.node != view_.self || g.terminating || g.egressIPs.empty()) {
-        continue;
-      }
-      if (std::all_of(g.egressIPs.begin(), g.egressIPs.end(),
-                      [&](const Address& e) { return heldHere(e); })) {
-        out_.readyPods.push_back(g.key);
-      }
-    }
-    std::sort(out_.readyPods.begin(), out_.readyPods.end());
-  }
-
   const ClusterView& view_;
   const DataplaneConfig& config_;
   DesiredState out_;
@@ -376,7 +383,6 @@ class Computer {
   std::map<std::string, Peer> peers_;
   std::set<std::string> live_;
   std::map<Address, uint32_t> marks_;
-  std::map<Address, std::string> owner_;
   std::map<Address, std::string> holder_;
   std::vector<SourceView> replySources_;
   uint32_t replyMark_ = 0;

@@ -2,18 +2,25 @@
 //
 // The core of egw-agent: a pure function from what the agent knows of the cluster (ClusterView)
 // to the kernel state its node should have. The same function runs on every node; whether a
-// node is a source, a holder or both follows from the data:
+// node is a source, a holder or both follows from the data, so every agent reaches the same
+// answer without talking to the others. It reads no clock: liveness arrives as a boolean per
+// node.
 //
 //   - every egress IP E of every policy gets a mark k (in the configured mark bits, in address
-//     order); each source pod is sent to one E of its family by rendezvous hash over the
-//     policy's egress IPs (the ledger), so it keeps E until E leaves the ledger;
-//   - E's holder is the node of the live gateway pod annotated with E (not terminating, its
-//     node's agent Lease fresh); where E is held elsewhere, `fwmark k lookup table+k` routes
-//     through the tunnel to the holder; where E has no holder, that table has only the
-//     unreachable route: fail closed, the pod gets an error, never the node's address;
-//   - where E is held here (and this agent's own Lease is fresh: fencing), no rule: SNAT to E by
-//     mark, a host route for E on the egress-IP device and a proxy ARP/NDP entry on the uplink;
-//     the reply table routes replies of tunnelled connections back to the source pod's node;
+//     order). An E listed by two policies (two uids) gets none and is held by nobody: any
+//     namespace may ask for an address, and a first-come rule would let a forged policy win it;
+//   - E's holder is the node its slot names, and only while that node's agent is live; E is
+//     held here iff its slot names this node and this agent is itself fresh (fencing: once it
+//     cannot renew, another node may hold E by now);
+//   - each source pod is sent by rendezvous hash to one E of its family among the policy's
+//     egress IPs that have a live holder, so a dead holder moves only its own pods, to live
+//     addresses, and they come back when it does; with none, the refuse mark: fail closed, the
+//     pod gets an error, never the node's address;
+//   - where E is held elsewhere, `fwmark k lookup table+k` routes through the tunnel to the
+//     holder; where E has no holder, that table has only the unreachable route;
+//   - where E is held here, no rule: SNAT to E by mark, a host route for E on the egress-IP
+//     device and a proxy ARP/NDP entry on the uplink; the reply table routes replies of
+//     tunnelled connections back to the source pod's node;
 //   - the tunnel: one VXLAN device, one FDB and neighbour entry per peer node, MACs derived from
 //     the node's underlay address so every node computes every peer's MAC.
 #pragma once
@@ -50,11 +57,11 @@ inline constexpr const char* kTunnelAddress = "169.254.99.1";
 
 struct DesiredState {
   KernelState kernel;
-  // The egress IPs this node holds (announce them, GARP on takeover).
+  // The egress IPs this node holds, in address order (announce them, GARP on takeover, and
+  // report them on the agent's Lease once programmed).
   std::vector<ipam::Address> held;
-  // Local gateway pods all of whose egress IPs are held here: their readiness gate is True.
-  std::vector<std::string> readyPods;
-  // Inputs that were ignored (an egress IP in two policies, more egress IPs than marks).
+  // Inputs that were ignored (an egress IP in two policies or two slots, more egress IPs than
+  // marks).
   std::vector<std::string> problems;
 };
 

@@ -31,6 +31,23 @@ void setMember(rapidjson::Value& obj, const std::string& key, rapidjson::Value v
   obj.AddMember(rapidjson::Value(key, alloc), value, alloc);
 }
 
+// Sets each of `ours` in `metadata[field]` (an object, created if absent), leaving the other
+// keys there as they are: only our own are overwritten (client-go merges labels the same way).
+void mergeStrings(rapidjson::Value& metadata, const char* field, const meta::StringMap& ours,
+                  rapidjson::Document::AllocatorType& alloc) {
+  if (ours.empty()) {
+    return;
+  }
+  auto it = metadata.FindMember(field);
+  if (it == metadata.MemberEnd() || !it->value.IsObject()) {
+    setMember(metadata, field, rapidjson::Value(rapidjson::kObjectType), alloc);
+    it = metadata.FindMember(field);
+  }
+  for (const auto& [key, value] : ours) {
+    setMember(it->value, key, rapidjson::Value(value, alloc), alloc);
+  }
+}
+
 }  // namespace
 
 coordination::LeaseSpec leaseSpecFromRecord(const LeaderElectionRecord& record) {
@@ -68,6 +85,10 @@ KubeLeaseLock::KubeLeaseLock(kube::RestClient& client, std::string ns, std::stri
 
 KubeLeaseLock::~KubeLeaseLock() = default;
 
+void KubeLeaseLock::setAnnotation(const std::string& key, std::string value) {
+  annotations_[key] = std::move(value);
+}
+
 kube::Result<LockSnapshot> KubeLeaseLock::remember(rapidjson::Document doc) {
   auto lease = coordination::decodeLease(doc);
   if (!lease) {
@@ -93,6 +114,7 @@ net::awaitable<kube::Result<Ok>> KubeLeaseLock::create(LeaderElectionRecord reco
   lease.metadata.name = name_;
   lease.metadata.namespace_ = namespace_;
   lease.metadata.labels = labels_;
+  lease.metadata.annotations = annotations_;
   lease.spec = leaseSpecFromRecord(record);
   std::string body = meta::encodeToString(lease, coordination::encodeLease);
   kube::WriteOptions options;
@@ -125,20 +147,13 @@ net::awaitable<kube::Result<Ok>> KubeLeaseLock::update(LeaderElectionRecord reco
   specValue.CopyFrom(spec, alloc);
   setMember(doc, "spec", std::move(specValue), alloc);
 
-  if (!labels_.empty()) {
+  if (!labels_.empty() || !annotations_.empty()) {
     auto metadata = doc.FindMember("metadata");
     if (metadata == doc.MemberEnd() || !metadata->value.IsObject()) {
       co_return kube::Error::decode("lease " + describe() + ": metadata is not an object");
     }
-    auto labels = metadata->value.FindMember("labels");
-    if (labels == metadata->value.MemberEnd() || !labels->value.IsObject()) {
-      setMember(metadata->value, "labels", rapidjson::Value(rapidjson::kObjectType), alloc);
-      labels = metadata->value.FindMember("labels");
-    }
-    // Only our own labels are overwritten; others stay (client-go merges the same way).
-    for (const auto& [key, value] : labels_) {
-      setMember(labels->value, key, rapidjson::Value(value, alloc), alloc);
-    }
+    mergeStrings(metadata->value, "labels", labels_, alloc);
+    mergeStrings(metadata->value, "annotations", annotations_, alloc);
   }
 
   std::string body = toJson(doc);

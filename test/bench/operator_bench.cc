@@ -23,7 +23,7 @@
 // Then 60 s of steady state after quiet: writes made meanwhile (the target is 0). Then churn:
 // --churn label flips, paced at --churn-rate, of --churn-pods pods bound to the fake nodes, each
 // moving a pod into or out of the churn policy's selector; the latency from each flip's PATCH to
-// the update of the policy's ConfigMap that reflects it (matched by its data.sources), p50/p99,
+// the update of the policy's EgressPolicySlice that reflects it (matched by its sources), p50/p99,
 // and the operator's CPU seconds (process_cpu_seconds_total) per 1,000 flips. Then a restart,
 // and, with the operator stopped, the API server's ceiling: the operator's POSTs, PUTs and
 // PATCHes until quiet sent again by 16 concurrent workers (ceiling()), and convergence time over
@@ -31,10 +31,10 @@
 // first up from the seeded pods, then down, and last without any, the baseline (scaleCurve()).
 // Then failover on the baseline: two replicas with leader election (15/10/2 s), the leader
 // SIGKILLed, then (a fresh pair) SIGTERMed: when the other holds the Lease, and when a policy
-// change made at the signal reaches its ConfigMap. Last (--floor-deployments), with the operator
-// stopped, the cluster's own floor: as many Deployments like the gateways' created straight
-// through the API server, timed until every one is Available (deploymentFloor()); the policies
-// cannot be Ready before their Deployments are, so convergence over this floor is what the
+// change made at the signal reaches its EgressPolicySlice. Last (--floor-deployments), with the
+// operator stopped, the cluster's own floor: as many Deployments like the gateways' created
+// straight through the API server, timed until every one is Available (deploymentFloor()); the
+// policies cannot be Ready before their Deployments are, so convergence over this floor is what the
 // operator adds to what the control plane needs anyway.
 // With --namespaces N, policy i and the seeded pods of ReplicaSet r live in namespace
 // <namespace>-<i % N> and <namespace>-<r % N> (BenchNamespaces).
@@ -84,6 +84,8 @@ const kube::Resource kPolicies{"networking.egressgateway.dev", "v1alpha1", "egre
                                true};
 const kube::Resource kPodsResource{"", "v1", "pods", true};
 const kube::Resource kConfigMaps{"", "v1", "configmaps", true};
+const kube::Resource kSlices{"networking.egressgateway.dev", "v1alpha1", "egresspolicyslices",
+                             false};
 const kube::Resource kNodes{"", "v1", "nodes", false};
 const kube::Resource kEvents{"", "v1", "events", true};
 const kube::Resource kDeployments{"apps", "v1", "deployments", true};
@@ -384,21 +386,22 @@ std::optional<ListBytes> listPodsBytes(boost::asio::io_context& ioc, kube::RestC
   return b;
 }
 
-// The churn's bookkeeping, shared by the pacer (main thread) and the ConfigMap watcher.
+// The churn's bookkeeping, shared by the pacer (main thread) and the slice watcher.
 struct ChurnState {
   std::mutex mu;
   // A change in flight: the pod's "ip@node" source line -> when its patch was sent, and whether
-  // the policy's ConfigMap must now list it.
+  // the policy's slice must now list it.
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, bool>> pending;
-  std::vector<double> latencies;  // seconds, change sent -> ConfigMap showing it
+  std::vector<double> latencies;  // seconds, change sent -> the slice showing it
   std::atomic<bool> stop{false};
   std::atomic<bool> failed{false};
 };
 
-// Watches ConfigMap `name` from resourceVersion `rv` on a connection and thread of its own, and
-// settles every pending change that an update's data.sources reflects.
-void watchSources(const std::string& kubeconfig, const std::string& ns, const std::string& name,
-                  std::string rv, ChurnState* st) {
+// Watches EgressPolicySlice `name` (the churn policy's first, which holds all its up to 100
+// sources) from resourceVersion `rv` on a connection and thread of its own, and settles every
+// pending change that an update's sources reflect.
+void watchSources(const std::string& kubeconfig, const std::string& name, std::string rv,
+                  ChurnState* st) {
   boost::asio::io_context ioc;
   auto client = makeClient(ioc, kubeconfig);
   if (!client) {
@@ -410,7 +413,7 @@ void watchSources(const std::string& kubeconfig, const std::string& ns, const st
     opts.fieldSelector = "metadata.name=" + name;
     opts.resourceVersion = rv;
     opts.timeoutSeconds = 5;  // so that stop is seen
-    auto w = testutil::runSync(ioc, client->watch(kConfigMaps, ns, opts));
+    auto w = testutil::runSync(ioc, client->watch(kSlices, "", opts));
     if (!w) {
       std::fprintf(stderr, "watch %s: %s\n", name.c_str(), w.error().message().c_str());
       st->failed = true;
@@ -439,10 +442,11 @@ void watchSources(const std::string& kubeconfig, const std::string& ns, const st
         continue;
       }
       std::set<std::string> sources;
-      if (obj.HasMember("data") && obj["data"].HasMember("sources")) {
-        std::istringstream in(obj["data"]["sources"].GetString());
-        for (std::string line; std::getline(in, line);) {
-          sources.insert(line);
+      if (obj.HasMember("spec") && obj["spec"].HasMember("sources")) {
+        for (const auto& src : obj["spec"]["sources"].GetArray()) {
+          for (const auto& ip : src["ips"].GetArray()) {
+            sources.insert(std::string(ip.GetString()) + "@" + src["node"].GetString());
+          }
         }
       }
       std::lock_guard lock(st->mu);
@@ -476,12 +480,12 @@ struct ChurnResult {
   double patchP50 = 0;  // the label PATCH's own round trip
   double cpuSeconds = 0;
   double writes = 0;  // the operator's writes meanwhile
-  int unmatched = 0;  // changes no ConfigMap update reflected within 60 s of the last one
+  int unmatched = 0;  // changes no slice update reflected within 60 s of the last one
   int deferred = 0;   // ticks at which every churn pod still had a change in flight
 };
 
 // The churn pods, bound to the fake nodes (the test kubelet gives them addresses), each named
-// in the churn policy's ConfigMap while its app label is kChurnIn. Their source lines, by name.
+// in the churn policy's slice while its app label is kChurnIn. Their source lines, by name.
 std::optional<std::map<std::string, std::string>> createChurnPods(boost::asio::io_context& ioc,
                                                                   kube::RestClient& client,
                                                                   const std::string& ns, int pods) {
@@ -548,8 +552,8 @@ bool deleteChurnPods(boost::asio::io_context& ioc, kube::RestClient& client, con
 
 // `changes` label flips of the churn pods at `rate` per second, each moving one pod into or out
 // of the churn policy's selector; the latency of each is from its PATCH being sent until the
-// policy's ConfigMap (egw-bench-<policy>, in `ns` with the pods) lists the pod's address, or no
-// longer does.
+// policy's first EgressPolicySlice (<ns>.bench-<policy>.0) lists the pod's address, or no longer
+// does.
 std::optional<ChurnResult> churn(boost::asio::io_context& ioc, kube::RestClient& client,
                                  const std::string& kubeconfig, const std::string& ns, int policy,
                                  int metricsPort, int changes, double rate, int pods) {
@@ -557,16 +561,16 @@ std::optional<ChurnResult> churn(boost::asio::io_context& ioc, kube::RestClient&
   if (!sources) {
     return std::nullopt;
   }
-  const std::string configMap = "egw-bench-" + std::to_string(policy);
-  auto cm = testutil::runSync(ioc, client.get(kConfigMaps, ns, configMap));
+  const std::string slice = ns + ".bench-" + std::to_string(policy) + ".0";
+  auto cm = testutil::runSync(ioc, client.get(kSlices, "", slice));
   if (!cm) {
-    std::fprintf(stderr, "get %s: %s\n", configMap.c_str(), cm.error().message().c_str());
+    std::fprintf(stderr, "get %s: %s\n", slice.c_str(), cm.error().message().c_str());
     return std::nullopt;
   }
   // Let the operator settle the churn pods' arrival before the CPU and writes are counted.
   std::this_thread::sleep_for(5s);
   ChurnState st;
-  std::thread watcher(watchSources, kubeconfig, ns, configMap,
+  std::thread watcher(watchSources, kubeconfig, slice,
                       std::string((*cm)["metadata"]["resourceVersion"].GetString()), &st);
   const std::string before = testenv::httpGet(metricsPort, "/metrics");
   std::vector<std::pair<std::string, std::string>> order(sources->begin(), sources->end());
@@ -899,13 +903,13 @@ bool leads(const Replica& r) {
 
 struct Failover {
   double leaseAcquired = -1;  // seconds from the signal until the standby leads
-  double firstWrite = -1;     // ... until the ConfigMap shows the change made at the signal
+  double firstWrite = -1;     // ... until the view shows the change made at the signal
 };
 
 // Two replicas; once one leads and has settled, it gets `sig` and, at the same moment, policy
 // bench-<policy>'s destinations change. Measured: when the other replica holds the Lease, and
-// when the change reaches the policy's ConfigMap (written by the new leader: the old one is gone
-// or, after SIGTERM, stopped its controllers before releasing the Lease).
+// when the change reaches the policy's EgressPolicySlice (written by the new leader: the old one is
+// gone or, after SIGTERM, stopped its controllers before releasing the Lease).
 std::optional<Failover> failover(boost::asio::io_context& ioc, kube::RestClient& client,
                                  const std::string& binary, const std::string& kubeconfig,
                                  const std::string& ns, int workers, int policy, int sig,
@@ -951,11 +955,13 @@ std::optional<Failover> failover(boost::asio::io_context& ioc, kube::RestClient&
       f.leaseAcquired = secondsSince(signalled);
     }
     if (f.firstWrite < 0) {
-      auto cm = testutil::runSync(ioc, client.get(kConfigMaps, ns, "egw-" + name));
-      // One item per line (configMapData).
-      if (cm && cm->HasMember("data") && (*cm)["data"].HasMember("destination-cidrs") &&
-          std::string((*cm)["data"]["destination-cidrs"].GetString()) == cidr + "\n") {
-        f.firstWrite = secondsSince(signalled);
+      auto slice = testutil::runSync(ioc, client.get(kSlices, "", ns + "." + name + ".0"));
+      if (slice && slice->HasMember("spec") && (*slice)["spec"].HasMember("gateway") &&
+          (*slice)["spec"]["gateway"].HasMember("destinationCIDRs")) {
+        const auto& dst = (*slice)["spec"]["gateway"]["destinationCIDRs"];
+        if (dst.Size() == 1 && std::string(dst[0].GetString()) == cidr) {
+          f.firstWrite = secondsSince(signalled);
+        }
       }
     }
     std::this_thread::sleep_for(50ms);
@@ -1119,7 +1125,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const BenchNam
   }
   const auto setupStart = std::chrono::steady_clock::now();
   // The first policy of each namespace selects its seeded pods (in one namespace, the first 10
-  // all select every seeded pod: their ConfigMaps list them all), the next one the churn pods
+  // all select every seeded pod: their slices list them all), the next one the churn pods
   // while they are "in"; the rest select none.
   const int churnPolicy = selectingPolicies(ns);
   for (int i = 0; i < policies; ++i) {
@@ -1274,7 +1280,7 @@ int run(const std::string& kubeconfig, const std::string& binary, const BenchNam
 
   phase("failover");
   // Failover on the converged baseline (fewer pods to sync: the figure is the lease's timing).
-  // Destinations new to this cluster, so that an earlier run's ConfigMap cannot match.
+  // Destinations new to this cluster, so that an earlier run's slice cannot match.
   int serial = static_cast<int>(std::random_device()() % 200);
   for (const auto& [sig, label] : {std::pair<int, const char*>{SIGKILL, "sigkill"},
                                    std::pair<int, const char*>{SIGTERM, "sigterm"}}) {

@@ -1,11 +1,13 @@
 // egw-agent against the real control plane, as a process of its own (--dry-run: the kernel of
 // the machine running the tests is never touched; test/unit/dataplane and the netns e2e program
 // kernels). It starts, syncs its informers, renews its Lease egw-agent-<node> every 2 s with a 6 s
-// duration, counts what it would program from the operator's objects (a policy's ConfigMap and
-// a gateway pod annotated on its node) on /metrics, serves /healthz and /readyz, fences itself
-// (holds nothing) while it cannot reach the API to renew its Lease and holds again once it can,
-// sets its gateway pod's readiness gate (egressgateway.dev/ip-programmed) True while it holds the
-// pod's IP and False once it does not, and refuses a bad command line.
+// duration, counts what it would program from the operator's view (an EgressPolicySlice naming
+// this node as a holder) on /metrics and reports the address in its Lease
+// (egressgateway.dev/programmed), serves /healthz and /readyz, fences itself (holds nothing)
+// while it cannot reach the API to renew its Lease and holds again once it can, withdraws when
+// the view names another holder, and refuses a bad command line. What a namespace editor can
+// write (a ConfigMap egw-*, a pod labelled and annotated as a gateway on this node) it ignores,
+// and it writes no pod.
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -29,6 +31,8 @@ using testenv::controlPlane;
 
 class AgentE2E : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() { ASSERT_EQ(installCrds(), ""); }
+
   void SetUp() override {
     ASSERT_EQ(controlPlane().createNamespace(kLeaseNs), "");
     auto nodes =
@@ -42,6 +46,7 @@ class AgentE2E : public ::testing::Test {
     controlPlane().kubectl({"delete", "namespace", kLeaseNs, "--ignore-not-found", "--wait=false"});
     controlPlane().kubectl(
         {"delete", "configmap", "-n", "default", "egw-web", "--ignore-not-found"});
+    controlPlane().kubectl({"delete", "egresspolicyslice", "default.web.0", "--ignore-not-found"});
     controlPlane().kubectl({"delete", "pod", "-n", "default", "egw-web-gw", "--ignore-not-found",
                             "--grace-period=0", "--force"});
   }
@@ -105,8 +110,9 @@ TEST_F(AgentE2E, StartsSyncsRenewsItsLeaseAndCountsWhatItHoldsThenFencesItself) 
   EXPECT_EQ(metric("egw_agent_held_egress_ips"), 0);
   EXPECT_EQ(metric("egw_agent_fenced"), 0);
 
-  // What the operator writes for a policy whose gateway pod runs on this node.
-  ASSERT_TRUE(applyYaml(tmp_.path() + "/policy.yaml", R"(apiVersion: v1
+  // What a namespace editor can write and the agent once believed: a ConfigMap egw-web and a
+  // pod labelled and annotated as its gateway on this node. Ignored: nothing held or reported.
+  ASSERT_TRUE(applyYaml(tmp_.path() + "/forged.yaml", R"(apiVersion: v1
 kind: ConfigMap
 metadata:
   name: egw-web
@@ -128,18 +134,50 @@ spec:
   nodeName: )" + node_ + R"(
   containers: [{name: gw, image: example.invalid/egress-gateway:e2e}]
 )"));
+  EXPECT_TRUE(eventually([&] { return podCondition("Ready") == "True"; }, 30s));
+  // Three seconds of syncs (every sync re-runs each second) after the pod runs.
+  const double synced = metric("egw_agent_last_successful_sync_timestamp_seconds");
+  EXPECT_TRUE(eventually(
+      [&] { return metric("egw_agent_last_successful_sync_timestamp_seconds") >= synced + 3; },
+      30s));
+  EXPECT_EQ(metric("egw_agent_programmed_policies"), 0);
+  EXPECT_EQ(metric("egw_agent_held_egress_ips"), 0);
+  EXPECT_EQ(leaseField(".metadata.annotations.egressgateway\\.dev/programmed"), "");
+
+  // The operator's view (written here as the operator would): a policy whose only egress IP
+  // this node holds.
+  const std::string slice = R"(apiVersion: networking.egressgateway.dev/v1alpha1
+kind: EgressPolicySlice
+metadata:
+  name: default.web.0
+spec:
+  policy: {namespace: default, name: web, uid: 0f0e0d0c-e2e0-4000-8000-000000000001}
+  gateway:
+    egressIPs: [{ips: [192.0.2.200], node: HOLDER, pod: egw-web-gw, podUID: u-gw}]
+    destinationCIDRs: [198.51.100.0/24]
+  sources: [{pod: src, node: )" +
+                            node_ + R"(, ips: [10.244.1.2]}]
+)";
+  auto holderIs = [&](const std::string& holder) {
+    std::string yaml = slice;
+    yaml.replace(yaml.find("HOLDER"), 6, holder);
+    return applyYaml(tmp_.path() + "/slice.yaml", yaml);
+  };
+  ASSERT_TRUE(holderIs(node_));
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_programmed_policies") == 1; }, 30s))
       << agent_->log();
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_held_egress_ips") == 1; }, 30s))
       << agent_->log();
   EXPECT_EQ(metric("egw_agent_sync_errors_total"), 0);
-  // The readiness gate, set through pods/status after the (dry) apply; the test kubelet's own
-  // conditions, written by a strategic merge patch too, stay beside it whichever came first.
-  EXPECT_TRUE(eventually([&] { return gate() == "True"; }, 30s)) << agent_->log();
-  EXPECT_TRUE(eventually([&] { return podCondition("Ready") == "True"; }, 30s));
-  EXPECT_EQ(gate(), "True");
-  EXPECT_EQ(podField(".status.conditions[?(@.type==\"egressgateway.dev/ip-programmed\")].reason"),
-            "Programmed");
+  // Its report, in its own Lease, written at once (not at the next 2 s renewal).
+  EXPECT_TRUE(eventually(
+      [&] {
+        return leaseField(".metadata.annotations.egressgateway\\.dev/programmed") == "192.0.2.200";
+      },
+      30s))
+      << agent_->log();
+  // It writes no pod: the forged pod's conditions are the kubelet's alone.
+  EXPECT_EQ(gate(), "");
 
   // Cut off from the API (the apiserver stopped with SIGSTOP, so no request of the agent's is
   // answered): within the 6 s duration and a resync it holds nothing, while sources keep their
@@ -155,15 +193,19 @@ spec:
   EXPECT_EQ(policiesWhileFenced, 1) << "sources still route (fail closed)";
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_fenced") == 0; }, 60s)) << agent_->log();
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_held_egress_ips") == 1; }, 30s));
-  EXPECT_TRUE(eventually([&] { return gate() == "True"; }, 30s)) << agent_->log();
+  EXPECT_TRUE(eventually(
+      [&] {
+        return leaseField(".metadata.annotations.egressgateway\\.dev/programmed") == "192.0.2.200";
+      },
+      30s));
 
-  // The IP taken from the pod (its annotation removed, as when the operator moves it): the
-  // agent holds nothing and withdraws the gate; the kubelet's Ready stays.
-  auto removed = controlPlane().kubectl(
-      {"annotate", "pod", "-n", "default", "egw-web-gw", "egressgateway.dev/egress-ips-"});
-  ASSERT_TRUE(removed.ok()) << removed.output;
+  // The view names another holder (the operator moved the IP): it holds nothing and says so.
+  ASSERT_TRUE(holderIs("some-other-node"));
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_held_egress_ips") == 0; }, 30s));
-  EXPECT_TRUE(eventually([&] { return gate() == "False"; }, 30s)) << agent_->log();
+  EXPECT_TRUE(eventually(
+      [&] { return leaseField(".metadata.annotations.egressgateway\\.dev/programmed").empty(); },
+      30s))
+      << agent_->log();
   EXPECT_EQ(podCondition("Ready"), "True");
   agent_->signal(SIGTERM);
   EXPECT_EQ(exitCode(agent_->reap(30s)), 0) << agent_->log();

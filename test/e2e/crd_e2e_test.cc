@@ -35,6 +35,7 @@ using ::testing::HasSubstr;
 const char* const kCrds[] = {
     "ipampools.networking.egressgateway.dev",
     "egressgatewaypolicies.networking.egressgateway.dev",
+    "egresspolicyslices.networking.egressgateway.dev",
     "operatorconfigs.networking.egressgateway.dev",
 };
 
@@ -180,6 +181,8 @@ TEST(Crd, ManifestsInstallAndBecomeEstablished) {
                                      "Namespaced [\"egp\"] [\"egress\"]\n"));
   EXPECT_THAT(crds.output, HasSubstr("operatorconfigs.networking.egressgateway.dev Cluster "
                                      "[\"eoc\"] [\"egress\"]\n"));
+  EXPECT_THAT(crds.output, HasSubstr("egresspolicyslices.networking.egressgateway.dev Cluster "
+                                     "[\"egps\"] [\"egress\"]\n"));
 }
 
 TEST(Crd, EveryExampleApplies) {

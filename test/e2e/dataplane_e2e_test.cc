@@ -186,6 +186,9 @@ class DataplaneE2E : public ::testing::Test {
     agentKubeconfig_ = tmp_->path() + "/agent.kubeconfig";
     std::ofstream(agentKubeconfig_) << kc;
     renderChartAgent();
+    // An administrator's accept_ra=0 (no router advertisements on this device) must survive
+    // the init container, which turns every 1 into 2 (forwarding would make 1 ignore them).
+    sh("ip netns exec " + node(3) + " sysctl -qw net.ipv6.conf.flannel/1.accept_ra=0");
     for (int i = 1; i <= 3; ++i) {
       auto init = chartInit_;
       init.insert(init.begin(), {"ip", "netns", "exec", node(i)});
@@ -354,11 +357,14 @@ class DataplaneE2E : public ::testing::Test {
 
 // The chart's security context is enough: after its init container, agents with only NET_ADMIN
 // and NET_RAW and a read-only /proc/sys set every parameter they need (the tunnel's rp_filter
-// through rtnetlink) and report no sync error.
+// through rtnetlink) and report no sync error. Router advertisements are still taken with
+// forwarding on (accept_ra 2 where it was 1), and an administrator's 0 is kept.
 TEST_F(DataplaneE2E, AgentsWithTheChartsCapabilitiesSetEverythingTheyNeed) {
   for (int i = 1; i <= 3; ++i) {
     EXPECT_EQ(output("ip netns exec " + node(i) + " sysctl -n net.ipv4.conf.egw0.rp_filter"), "2\n")
         << node(i);
+    EXPECT_EQ(output("ip netns exec " + node(i) + " sysctl -n net.ipv6.conf.eth0.accept_ra"), "2\n")
+        << node(i) << ": router advertisements ignored with forwarding on";
     EXPECT_THAT(agents_[i]->log(), Not(HasSubstr("sysctl"))) << agents_[i]->log();
     EXPECT_EQ(metricSum(agentMetrics(i), "egw_agent_sync_errors_total"), 0) << agentMetrics(i);
     // The process is egw-agent itself (every wrapper exec'd it) with NET_ADMIN and NET_RAW only.
@@ -367,6 +373,8 @@ TEST_F(DataplaneE2E, AgentsWithTheChartsCapabilitiesSetEverythingTheyNeed) {
     EXPECT_EQ(output("grep -E '^Cap(Prm|Eff|Bnd)' " + proc + "/status"),
               "CapPrm:\t0000000000003000\nCapEff:\t0000000000003000\nCapBnd:\t0000000000003000\n");
   }
+  EXPECT_EQ(output("ip netns exec " + node(3) + " sysctl -n net.ipv6.conf.flannel/1.accept_ra"),
+            "0\n");
 }
 
 TEST_F(DataplaneE2E, SelectedPodsLeaveWithTheEgressIPNonSelectedWithTheirNodesAddress) {
@@ -384,6 +392,124 @@ TEST_F(DataplaneE2E, SelectedPodsLeaveWithTheEgressIPNonSelectedWithTheirNodesAd
   EXPECT_THAT(connect("p2", "fd00:50::100"), StartsWith("fd00:50::12:"));
   EXPECT_THAT(connect("p3", "fd00:50::101"), StartsWith("fd00:50::13:")) << "excluded";
   EXPECT_THAT(connect("p3b", "fd00:50::100"), StartsWith("fd00:50::13:"));
+}
+
+// The trust boundary. A tenant with the built-in `edit` role in a namespace of its own writes
+// everything that role allows and that the agents once believed: a ConfigMap egw-x claiming the
+// victim's egress IP, the router's address (this namespace's 192.168.50.1 on the underlay) and
+// 192.168.50.77 for other namespaces' pods; pods labelled and annotated as gateways, placed on
+// node 2 by spec.nodeName, without the readiness gate; a copy of the victim's gateway
+// Deployment. It may not write the data-plane view itself (cluster-scoped). No node announces,
+// SNATs to or refuses anything because of it: every node's kernel state is what it was, the
+// victim's traffic and the non-selected pods' leave as before, and the external host's ARP
+// cache still has the router's MAC for the router's address.
+TEST_F(DataplaneE2E, ATenantWithEditRightsCannotMakeAnyNodeAnnounceSnatOrRefuse) {
+  ASSERT_EQ(holder().second, node(1));
+  const std::string evil = "evil";
+  ASSERT_EQ(controlPlane().createNamespace(evil), "");
+  const std::string as = "--as=system:serviceaccount:evil:tenant";
+  ASSERT_TRUE(controlPlane().kubectl({"create", "serviceaccount", "-n", evil, "tenant"}).ok());
+  ASSERT_TRUE(controlPlane()
+                  .kubectl({"create", "rolebinding", "-n", evil, "tenant-edit",
+                            "--clusterrole=edit", "--serviceaccount=evil:tenant"})
+                  .ok());
+  ASSERT_EQ(kubectlOut({"auth", "can-i", "create", "configmaps", "-n", evil, as}), "yes\n");
+  ASSERT_EQ(kubectlOut({"auth", "can-i", "create", "pods", "-n", evil, as}), "yes\n");
+
+  // The external host talks to the router, so it has the router's MAC in its ARP cache (a
+  // gratuitous ARP would overwrite an existing entry).
+  connect("ext", kApiAddress, "- 1");
+  const auto routerMac = [] {
+    return output(std::string("ip -n ext neigh show ") + kApiAddress +
+                  " | grep -o 'lladdr [0-9a-f:]*'");
+  };
+  const std::string mac = routerMac();
+  ASSERT_THAT(mac, HasSubstr(dataplane::testing::linkField("egw-ul", "link/ether"))) << mac;
+
+  std::map<int, std::string> before;
+  for (int i = 1; i <= 3; ++i) {
+    before[i] = kernelState(i);
+  }
+  const std::string p2 =
+      kubectlOut({"get", "pod", "-n", kNs, "p2", "-o", "jsonpath={.status.podIP}"});
+  const std::string p3b =
+      kubectlOut({"get", "pod", "-n", kNs, "p3b", "-o", "jsonpath={.status.podIP}"});
+  ASSERT_FALSE(p2.empty());
+  ASSERT_FALSE(p3b.empty());
+  auto forgedPod = [&](const std::string& name, const std::string& ip) {
+    return "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name +
+           "\n  namespace: evil\n  labels: {egressgateway.dev/policy: x}\n  annotations: "
+           "{egressgateway.dev/egress-ips: \"" +
+           ip + "\"}\nspec:\n  nodeName: " + node(2) +
+           "\n  containers: [{name: c, image: example.invalid/evil:1}]\n";
+  };
+  const std::string forged =
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: egw-x\n  namespace: evil\n"
+      "  labels: {egressgateway.dev/policy: x}\ndata:\n"
+      "  egress-ips: \"" +
+      egressIP_ + "\\n" + kApiAddress +
+      "\\n192.168.50.77\\n\"\n"
+      "  destination-cidrs: \"192.168.50.96/28\\n\"\n"
+      "  sources: \"" +
+      p2 + "@" + node(2) + "\\n" + p3b + "@" + node(3) + "\\n\"\n" +
+      forgedPod("egw-x-router", kApiAddress) + forgedPod("egw-x-77", "192.168.50.77") +
+      forgedPod("egw-x-victim", egressIP_);
+  const std::string file = tmp_->path() + "/evil.yaml";
+  std::ofstream(file) << forged;
+  auto applied = controlPlane().kubectl({"apply", "-f", file, as});
+  ASSERT_TRUE(applied.ok()) << applied.output;
+  // A copy of the victim's gateway Deployment, as the tenant could write it.
+  auto deployment = controlPlane().kubectl({"get", "deployment", "-n", kNs, "egw-web", "-o",
+                                            "jsonpath={.spec.template.spec.containers[0].image}"});
+  ASSERT_TRUE(deployment.ok()) << deployment.output;
+  const std::string copy =
+      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: egw-web\n  namespace: evil\n"
+      "  labels: {app.kubernetes.io/managed-by: egress-gateway-operator, "
+      "egressgateway.dev/policy: web}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: "
+      "{egressgateway.dev/policy: web}\n  template:\n    metadata:\n      labels: "
+      "{egressgateway.dev/policy: web, app.kubernetes.io/managed-by: egress-gateway-operator}\n"
+      "      annotations: {egressgateway.dev/egress-ips: \"" +
+      egressIP_ + "\"}\n    spec:\n      nodeName: " + node(2) +
+      "\n      containers: [{name: gateway, image: " + deployment.output + "}]\n";
+  std::ofstream(file) << copy;
+  applied = controlPlane().kubectl({"apply", "-f", file, as});
+  ASSERT_TRUE(applied.ok()) << applied.output;
+  // The view itself is beyond the role.
+  const std::string slice =
+      "apiVersion: networking.egressgateway.dev/v1alpha1\nkind: EgressPolicySlice\nmetadata:\n"
+      "  name: evil.x.0\nspec:\n  policy: {namespace: evil, name: x, uid: forged}\n"
+      "  gateway:\n    egressIPs: [{ips: [192.168.50.77], node: " +
+      node(2) + "}]\n    destinationCIDRs: [192.168.50.96/28]\n";
+  std::ofstream(file) << slice;
+  applied = controlPlane().kubectl({"apply", "-f", file, as});
+  EXPECT_FALSE(applied.ok());
+  EXPECT_THAT(applied.output, HasSubstr("forbidden")) << applied.output;
+  ASSERT_TRUE(eventually(
+      [&] {
+        return kubectlOut({"get", "pods", "-n", evil, "-o",
+                           R"(jsonpath={range .items[?(@.status.phase=="Running")]}x{end})"})
+                   .size() == 4;
+      },
+      60s))
+      << kubectlOut({"get", "pods", "-n", evil, "-o", "wide"});
+
+  // Several syncs of every agent later (events are debounced by 0.1 s, every sync re-runs
+  // each second).
+  std::this_thread::sleep_for(5s);
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(kernelState(i), before[i]) << node(i);
+    EXPECT_EQ(metricSum(agentMetrics(i), "egw_agent_held_egress_ips"), i == 1 ? 2 : 0) << i;
+  }
+  sh(std::string(": > ") + kEchoLog);
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith(egressIP_ + ":"));
+  EXPECT_THAT(connect("p1", "192.168.50.100"), StartsWith(egressIP_ + ":"));
+  EXPECT_THAT(connect("p2", "192.168.50.100"), StartsWith(nodeAddress(2))) << "not refused";
+  EXPECT_THAT(connect("p3b", "192.168.50.100"), StartsWith(nodeAddress(3))) << "not refused";
+  const auto seen = output(std::string("cat ") + kEchoLog);
+  EXPECT_THAT(seen, Not(HasSubstr("192.168.50.77"))) << seen;
+  EXPECT_EQ(routerMac(), mac) << "a node answered for the router's address";
+  EXPECT_EQ(kernelState(2), before[2]);
+  controlPlane().kubectl({"delete", "namespace", evil, "--wait=false"});
 }
 
 TEST_F(DataplaneE2E, StrictRpFilterOnEveryNodeDoesNotBreakReplies) {

@@ -246,7 +246,7 @@ class FaultE2E : public ::testing::Test {
   }
 
   // Replaces source pods `names` by as many new ones with the same apps (a change the operator
-  // must see in its ConfigMaps and selectedPods).
+  // must see in its EgressPolicySlices and selectedPods).
   void churnSourcePods(const std::vector<int>& which, const std::string& tag) {
     std::vector<std::string> del = {"delete", "pod", "-n", ns_, "--wait=false"};
     std::string docs;
@@ -538,8 +538,9 @@ TEST_F(FaultE2E, ConflictingWritersDoNotLoseStatusOrAddresses) {
              " triggers=" + std::to_string(triggers));
 }
 
-// Case 7: a user deletes a gateway Deployment, edits a gateway ConfigMap, and removes a gateway
-// pod's egress-IP annotation; the operator restores each.
+// Case 7: a user deletes a gateway Deployment, an administrator edits a policy's
+// EgressPolicySlice (no tenant may), and a user removes a gateway pod's egress-IP annotation;
+// the operator restores each.
 TEST_F(FaultE2E, UserDamageToGatewayObjectsIsRestored) {
   Operator& op = startOperator({});
   ASSERT_TRUE(caughtUp(op));
@@ -549,10 +550,11 @@ TEST_F(FaultE2E, UserDamageToGatewayObjectsIsRestored) {
   ASSERT_EQ(pods.size(), 1u);
   const auto start = Clock::now();
   ASSERT_TRUE(controlPlane().kubectl({"delete", "deployment", "-n", ns_, "egw-p3"}).ok());
-  ASSERT_TRUE(controlPlane()
-                  .kubectl({"patch", "configmap", "-n", ns_, "egw-p4", "--type=merge", "-p",
-                            R"({"data":{"sources":"10.9.9.9@nowhere\n"}})"})
-                  .ok());
+  ASSERT_TRUE(
+      controlPlane()
+          .kubectl({"patch", "egresspolicyslice", ns_ + ".p4.0", "--type=merge", "-p",
+                    R"({"spec":{"sources":[{"pod":"x","node":"nowhere","ips":["10.9.9.9"]}]}})"})
+          .ok());
   ASSERT_TRUE(controlPlane()
                   .kubectl({"annotate", "pod", "-n", ns_, pods.begin()->first,
                             std::string(kAnnotation) + "-"})

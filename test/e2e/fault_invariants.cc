@@ -44,11 +44,11 @@ std::string selectedApp(const rapidjson::Value& policy) {
 // What the operator's caches should say, from fresh LISTs.
 struct Listed {
   std::map<std::string, PolicyView> policies;
-  std::map<std::string, std::set<std::string>> sources;  // ns/policy -> "ip@node" of its pods
-  std::map<std::string, int> selected;                   // ns/policy -> matching live pods
-  std::map<std::string, std::set<std::string>> held;     // ns/policy -> gateway annotations
-  std::map<std::string, std::string> configMapSources;   // ns/policy -> data.sources
-  std::map<std::string, int> available;                  // ns/policy -> Deployment available
+  std::map<std::string, std::set<std::string>> sources;       // ns/policy -> "ip@node" of its pods
+  std::map<std::string, int> selected;                        // ns/policy -> matching live pods
+  std::map<std::string, std::set<std::string>> held;          // ns/policy -> gateway annotations
+  std::map<std::string, std::set<std::string>> sliceSources;  // ns/policy -> its slices' "ip@node"
+  std::map<std::string, int> available;                       // ns/policy -> Deployment available
 };
 
 Listed listEverything() {
@@ -87,11 +87,26 @@ Listed listEverything() {
              }
              (void)name;
            });
-  forItems(listAll("configmaps"), [&](const rapidjson::Value& item, const std::string& ns,
-                                      const std::string& name) {
-    if (name.rfind("egw-", 0) == 0 && l.policies.count(ns + "/" + name.substr(4)) != 0) {
-      const auto* data = at(item, {"data"});
-      l.configMapSources[ns + "/" + name.substr(4)] = data == nullptr ? "" : str(*data, "sources");
+  forItems(listAll("egresspolicyslices"), [&](const rapidjson::Value& item, const std::string&,
+                                              const std::string&) {
+    const auto* policy = at(item, {"spec", "policy"});
+    if (policy == nullptr) {
+      return;
+    }
+    const std::string key = str(*policy, "namespace") + "/" + str(*policy, "name");
+    auto& into = l.sliceSources[key];
+    const auto* sources = at(item, {"spec", "sources"});
+    if (sources == nullptr || !sources->IsArray()) {
+      return;
+    }
+    for (const auto& src : sources->GetArray()) {
+      const auto* ips = at(src, {"ips"});
+      if (ips == nullptr || !ips->IsArray()) {
+        continue;
+      }
+      for (const auto& ip : ips->GetArray()) {
+        into.insert(std::string(ip.IsString() ? ip.GetString() : "?") + "@" + str(src, "node"));
+      }
     }
   });
   forItems(listAll("deployments"), [&](const rapidjson::Value& item, const std::string& ns,
@@ -126,9 +141,11 @@ std::vector<std::string> disagreements(const Listed& l, const std::string& metri
       inPool += p.egressIPs.size();
     }
     ready += p.conditionIs("Ready", "True") ? 1 : 0;
-    const auto cm = l.configMapSources.find(key);
-    if (cm == l.configMapSources.end() || cm->second != joined(l.sources.at(key))) {
-      out.push_back(key + ": ConfigMap sources differ from the LISTed pods");
+    const auto slices = l.sliceSources.find(key);
+    if (slices == l.sliceSources.end() || slices->second != l.sources.at(key)) {
+      out.push_back(key + ": EgressPolicySlice sources differ from the LISTed pods: " +
+                    (slices == l.sliceSources.end() ? "(no slice)" : joined(slices->second)) +
+                    " against " + joined(l.sources.at(key)));
     }
     if (p.selectedPods != l.selected.at(key)) {
       out.push_back(key + ": status.selectedPods " + std::to_string(p.selectedPods) + ", LIST " +

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -45,7 +46,9 @@ constexpr const char* kServiceAccount = "egw-egress-gateway-operator";
 constexpr const char* kFullName = "egw-egress-gateway-operator";
 constexpr const char* kCrds[] = {"ipampools.networking.egressgateway.dev",
                                  "egressgatewaypolicies.networking.egressgateway.dev",
+                                 "egresspolicyslices.networking.egressgateway.dev",
                                  "operatorconfigs.networking.egressgateway.dev"};
+constexpr const char* kSlices = "egresspolicyslices.networking.egressgateway.dev";
 
 std::string chartDir() {
   return testenv::sourceDir() + "/deploy/helm/egress-gateway-operator";
@@ -191,8 +194,10 @@ const std::set<Rule>& expectedClusterRules() {
   static const std::set<Rule> kRules = {
       {"", "pods", V{"list", "patch", "watch"}},
       {"", "namespaces", V{"list", "watch"}},
-      {"", "configmaps", V{"create", "list", "patch", "watch"}},
       {"apps", "deployments", V{"create", "list", "patch", "watch"}},
+      {"apps", "replicasets", V{"list", "watch"}},
+      {"networking.egressgateway.dev", "egresspolicyslices",
+       V{"create", "delete", "list", "patch", "watch"}},
       {"policy", "poddisruptionbudgets", V{"create", "delete", "list", "patch", "watch"}},
       {"networking.egressgateway.dev", "egressgatewaypolicies", V{"list", "watch"}},
       {"networking.egressgateway.dev", "ipampools", V{"list", "watch"}},
@@ -494,13 +499,19 @@ TEST_F(HelmE2E, OperatorRunsInClusterWithOnlyTheServiceAccountToken) {
   EXPECT_EQ(canI("delete", "pods", ns), "no");
   EXPECT_EQ(canI("update", "deployments", ns), "no");
   EXPECT_EQ(canI("get", "configmaps", ns), "no");
+  EXPECT_EQ(canI("list", "configmaps", ""), "no") << "the data-plane view is not a ConfigMap";
+  EXPECT_EQ(canI("patch", "pods", ns, "status"), "no") << "only with the agent (its gate)";
+  EXPECT_EQ(canI("delete", "replicasets", ns), "no");
   EXPECT_EQ(canI("delete", "egressgatewaypolicies.networking.egressgateway.dev", ns), "no");
   EXPECT_EQ(canI("*", "*", ns), "no");
   // ... and what it may, which the scenario above used.
   EXPECT_EQ(canI("update", "leases", kNamespace), "yes");
   EXPECT_EQ(canI("patch", "pods", ns), "yes");
   EXPECT_EQ(canI("create", "events", ns), "yes");
-  EXPECT_EQ(canI("list", "configmaps", ""), "yes");
+  EXPECT_EQ(canI("list", "replicasets", ""), "yes");
+  for (const char* verb : {"create", "patch", "delete", "list", "watch"}) {
+    EXPECT_EQ(canI(verb, kSlices, ""), "yes") << verb;
+  }
   EXPECT_EQ(canI("update", "egressgatewaypolicies.networking.egressgateway.dev", ns, "status"),
             "yes");
 
@@ -521,7 +532,7 @@ TEST_F(HelmE2E, PlainManifestsInstallWithKubectlApply) {
   auto applied = controlPlane().kubectl({"apply", "-f", dir});
   ASSERT_TRUE(applied.ok()) << applied.output;
   auto established = controlPlane().kubectl(
-      {"wait", "--for=condition=established", "--timeout=60s", std::string("crd/") + kCrds[2]});
+      {"wait", "--for=condition=established", "--timeout=60s", std::string("crd/") + kCrds[3]});
   ASSERT_TRUE(established.ok()) << established.output;
   auto config = controlPlane().kubectl({"apply", "-f", dir + "operatorconfig/"});
   ASSERT_TRUE(config.ok()) << config.output;
@@ -603,7 +614,7 @@ TEST_F(HelmE2E, TemplateChoosesTheCRDVariantByKubernetesVersion) {
   };
   auto mine = specsOf(rendered);
   auto generated = specsOf(testenv::sourceDir() + "/manifests/cel/");
-  EXPECT_EQ(mine.size(), 3u) << cel.output;
+  EXPECT_EQ(mine.size(), std::size(kCrds)) << cel.output;
   EXPECT_EQ(mine, generated);
 }
 
@@ -648,6 +659,10 @@ TEST_F(HelmE2E, TemplateRendersMonitoringObjectsOnlyWhereTheirAPIIsServed) {
 TEST_F(HelmE2E, WithTheAgentTheDaemonSetRunsOnEveryNodeWithTheRBACItNeeds) {
   auto installed = install({"--set", "agent.enabled=true"});
   ASSERT_TRUE(installed.ok()) << installed.output;
+  // The agents' Leases live in a namespace of their own, which the chart makes: their right to
+  // write Leases there reaches neither the operator's leader-election Lease nor any other.
+  const std::string agentLeases = std::string(kNamespace) + "-agents";
+  EXPECT_TRUE(exists({"get", "namespace", agentLeases}));
   const std::string ds = std::string(kFullName) + "-agent";
   const std::string sa = std::string(kFullName) + "-agent";
   auto toJson = [](const rapidjson::Value& v) {
@@ -682,7 +697,7 @@ TEST_F(HelmE2E, WithTheAgentTheDaemonSetRunsOnEveryNodeWithTheRBACItNeeds) {
               std::vector<std::string>{"/usr/local/bin/egw-agent"});
     const auto args = strings(at(agent, {"args"}));
     EXPECT_TRUE(std::find(args.begin(), args.end(), "--node-name=$(NODE_NAME)") != args.end());
-    EXPECT_TRUE(std::find(args.begin(), args.end(), "--lease-namespace=$(POD_NAMESPACE)") !=
+    EXPECT_TRUE(std::find(args.begin(), args.end(), "--lease-namespace=" + agentLeases) !=
                 args.end());
     EXPECT_EQ(
         toJson((*at(agent, {"env"}))[0]),
@@ -701,32 +716,67 @@ TEST_F(HelmE2E, WithTheAgentTheDaemonSetRunsOnEveryNodeWithTheRBACItNeeds) {
   EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.dataplane.agent"), "true");
   const auto operatorArgs = toJson(*at(get({"deployment", "-n", kNamespace, kFullName}),
                                        {"spec", "template", "spec", "containers"}));
-  EXPECT_TRUE(contains(operatorArgs, std::string("--agent-lease-namespace=") + kNamespace));
+  EXPECT_TRUE(contains(operatorArgs, "--agent-lease-namespace=" + agentLeases));
 
-  // What egw-agent does (templates/agent-rbac.yaml), by the API server's authorizer.
-  EXPECT_EQ(canI("list", "nodes", "", "", sa), "yes");
-  EXPECT_EQ(canI("watch", "nodes", "", "", sa), "yes");
-  for (const char* r : {"configmaps", "pods"}) {
-    EXPECT_EQ(canI("list", r, "", "", sa), "yes") << r;
-    EXPECT_EQ(canI("watch", r, "", "", sa), "yes") << r;
+  // What egw-agent may and may not do (templates/agent-rbac.yaml), by the API server's
+  // authorizer: the whole matrix, printed. It reads the view only the operator writes, the
+  // Nodes and the agents' Leases, and writes its own Lease: no pod, ConfigMap or Secret.
+  struct Ask {
+    const char* verb;
+    const char* resource;
+    const char* ns;  // "" = every namespace (or cluster-scoped)
+    const char* subresource;
+    const char* want;
+  };
+  const std::string releaseNs = kNamespace;
+  const std::vector<Ask> matrix = {
+      {"list", "nodes", "", "", "yes"},
+      {"watch", "nodes", "", "", "yes"},
+      {"list", kSlices, "", "", "yes"},
+      {"watch", kSlices, "", "", "yes"},
+      {"get", "leases", agentLeases.c_str(), "", "yes"},
+      {"create", "leases", agentLeases.c_str(), "", "yes"},
+      {"update", "leases", agentLeases.c_str(), "", "yes"},
+      {"list", "leases", agentLeases.c_str(), "", "yes"},
+      {"watch", "leases", agentLeases.c_str(), "", "yes"},
+      {"update", "leases", releaseNs.c_str(), "", "no"},  // the operator's leader election
+      {"get", "leases", releaseNs.c_str(), "", "no"},
+      {"list", "configmaps", "", "", "no"},
+      {"watch", "configmaps", "", "", "no"},
+      {"get", "configmaps", "default", "", "no"},
+      {"list", "pods", "", "", "no"},
+      {"watch", "pods", "", "", "no"},
+      {"patch", "pods", "default", "status", "no"},
+      {"patch", "pods", releaseNs.c_str(), "status", "no"},
+      {"patch", "pods", "default", "", "no"},
+      {"update", "pods", "default", "status", "no"},
+      {"delete", "pods", "default", "", "no"},
+      {"get", "secrets", releaseNs.c_str(), "", "no"},
+      {"list", "secrets", "", "", "no"},
+      {"create", "leases", "default", "", "no"},
+      {"delete", "leases", agentLeases.c_str(), "", "no"},
+      {"update", "nodes", "", "", "no"},
+      {"patch", "configmaps", "default", "", "no"},
+      {"create", kSlices, "", "", "no"},
+      {"patch", kSlices, "", "", "no"},
+      {"delete", kSlices, "", "", "no"},
+      {"list", "egressgatewaypolicies.networking.egressgateway.dev", "", "", "no"},
+      {"create", "events", "default", "", "no"},
+  };
+  for (const auto& a : matrix) {
+    const std::string got = canI(a.verb, a.resource, a.ns, a.subresource, sa);
+    std::printf("[ can-i    ] agent %-6s %s%s%s in %s: %s\n", a.verb, a.resource,
+                *a.subresource != 0 ? "/" : "", a.subresource, *a.ns != 0 ? a.ns : "all",
+                got.c_str());
+    EXPECT_EQ(got, a.want) << a.verb << " " << a.resource << "/" << a.subresource << " in " << a.ns;
   }
-  EXPECT_EQ(canI("patch", "pods", "", "status", sa), "yes");
-  for (const char* verb : {"get", "create", "update", "list", "watch"}) {
-    EXPECT_EQ(canI(verb, "leases", kNamespace, "", sa), "yes") << verb;
-  }
-  // ... and nothing more.
-  EXPECT_EQ(canI("patch", "pods", "default", "", sa), "no") << "only their status";
-  EXPECT_EQ(canI("update", "pods", "default", "status", sa), "no");
-  EXPECT_EQ(canI("delete", "pods", "default", "", sa), "no");
-  EXPECT_EQ(canI("create", "leases", "default", "", sa), "no");
-  EXPECT_EQ(canI("delete", "leases", kNamespace, "", sa), "no");
-  EXPECT_EQ(canI("update", "nodes", "", "", sa), "no");
-  EXPECT_EQ(canI("patch", "configmaps", "default", "", sa), "no");
-  EXPECT_EQ(canI("get", "secrets", kNamespace, "", sa), "no");
-  EXPECT_EQ(canI("list", "egressgatewaypolicies.networking.egressgateway.dev", "", "", sa), "no");
-  // The operator reads the agents' Leases, in the release namespace only.
-  EXPECT_EQ(canI("list", "leases", kNamespace), "yes");
-  EXPECT_EQ(canI("watch", "leases", kNamespace), "yes");
+  // With the agent the operator sets the gateway pods' readiness gate from the agents' Leases.
+  EXPECT_EQ(canI("patch", "pods", "default", "status"), "yes");
+  // The operator reads the agents' Leases, in their namespace only.
+  EXPECT_EQ(canI("list", "leases", agentLeases), "yes");
+  EXPECT_EQ(canI("watch", "leases", agentLeases), "yes");
+  EXPECT_EQ(canI("get", "leases", agentLeases), "yes");
+  EXPECT_EQ(canI("update", "leases", agentLeases), "no");
   EXPECT_EQ(canI("list", "leases", "default"), "no");
 
   // Off again: no DaemonSet, and the OperatorConfig's switch follows.
@@ -763,6 +813,9 @@ TEST_F(HelmE2E, TemplateRefusesWrongValues) {
            {{"--set", "agent.enabled=yes"}, "/agent/enabled"},
            {{"--set", "agent.logFormat=xml"}, "/agent/logFormat"},
            {{"--set", "agent.ports.metrics=0"}, "/agent/ports/metrics"},
+           {{"--set", "agent.enabled=true", "--set",
+             std::string("agent.leaseNamespace=") + kNamespace},
+            "namespace of the agents' own"},
        }) {
     auto r = helmTemplate(args);
     EXPECT_FALSE(r.ok()) << args.back();

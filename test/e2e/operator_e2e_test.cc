@@ -86,7 +86,7 @@ class OperatorE2E : public ::testing::Test {
 };
 
 // Acceptance 1 and 2: a pool, the OperatorConfig, three policies; then source pods come and go.
-TEST_F(OperatorE2E, PoliciesGetDistinctAddressesGatewaysAndAConfigMapThatFollowsTheirPods) {
+TEST_F(OperatorE2E, PoliciesGetDistinctAddressesGatewaysAndAViewThatFollowsTheirPods) {
   const std::string pool = "e2e-basic-" + suffix_;
   ASSERT_TRUE(applyPool(pool, {"198.51.100.0/28"}, {"198.51.100.1", "198.51.100.2"}));
   ASSERT_TRUE(apply(operatorConfigYaml("")));
@@ -115,22 +115,29 @@ TEST_F(OperatorE2E, PoliciesGetDistinctAddressesGatewaysAndAConfigMapThatFollows
   EXPECT_NE(table.output.find("True"), std::string::npos) << table.output;
   EXPECT_TRUE(eventually([&] { return hasEvent(ns_, "alpha", "Allocated"); }, 30s));
 
-  // Source pods: the ConfigMap lists each one's IP with its node; selectedPods follows.
+  // The data-plane view: one cluster-scoped slice per policy here, the egress IPs with the node
+  // of the gateway pod that holds each, no ConfigMap in the tenant's namespace.
+  auto view = policySlices(ns_, "alpha");
+  EXPECT_EQ(view.slices, 1u);
+  ASSERT_EQ(view.egressIPs.size(), 2u);
+  for (const auto& e : view.egressIPs) {
+    EXPECT_NE(e.find("@egress-node-"), std::string::npos) << e << ": no holder";
+  }
+  EXPECT_FALSE(exists({"get", "configmap", "-n", ns_, "egw-alpha"}));
+
+  // Source pods: the slices list each one's IP with its node; selectedPods follows.
   ASSERT_TRUE(apply(podYaml(ns_, "src-1", "alpha") + "---\n" + podYaml(ns_, "src-2", "alpha") +
                     "---\n" + podYaml(ns_, "other", "beta")));
-  auto sourcesLines = [&] {
-    std::string s = configMapData(ns_, "egw-alpha")["sources"];
-    return std::count(s.begin(), s.end(), '\n');
-  };
-  ASSERT_TRUE(eventually([&] { return sourcesLines() == 2; }, 60s))
-      << configMapData(ns_, "egw-alpha")["sources"];
-  EXPECT_NE(configMapData(ns_, "egw-alpha")["sources"].find("@egress-node-"), std::string::npos);
-  EXPECT_EQ(configMapData(ns_, "egw-alpha")["destination-cidrs"], "192.0.2.0/24\n");
-  EXPECT_EQ(configMapData(ns_, "egw-alpha")["excluded-cidrs"], "10.244.0.0/16\n10.96.0.0/12\n");
+  auto sources = [&] { return policySlices(ns_, "alpha").sources.size(); };
+  ASSERT_TRUE(eventually([&] { return sources() == 2; }, 60s)) << sources();
+  view = policySlices(ns_, "alpha");
+  EXPECT_NE(view.sources.front().find("@egress-node-"), std::string::npos);
+  EXPECT_EQ(view.destinations, std::vector<std::string>{"192.0.2.0/24"});
+  EXPECT_EQ(view.excluded, (std::vector<std::string>{"10.244.0.0/16", "10.96.0.0/12"}));
   EXPECT_TRUE(eventually([&] { return policies(ns_)["alpha"].selectedPods == 2; }, 30s));
   EXPECT_TRUE(eventually([&] { return policies(ns_)["beta"].selectedPods == 1; }, 30s));
   controlPlane().kubectl({"delete", "pod", "-n", ns_, "src-1", "--wait=false"});
-  EXPECT_TRUE(eventually([&] { return sourcesLines() == 1; }, 60s));
+  EXPECT_TRUE(eventually([&] { return sources() == 1; }, 60s));
   EXPECT_TRUE(eventually([&] { return policies(ns_)["alpha"].selectedPods == 1; }, 30s));
 }
 
@@ -424,7 +431,7 @@ TEST_F(OperatorE2E, DeletingAPolicyCollectsItsObjectsAndReturnsItsAddresses) {
   EXPECT_TRUE(eventually(
       [&] {
         return !exists({"get", "deployment", "-n", ns_, "egw-gone"}) &&
-               !exists({"get", "configmap", "-n", ns_, "egw-gone"}) &&
+               policySlices(ns_, "gone").slices == 0 &&
                !exists({"get", "pdb", "-n", ns_, "egw-gone"});
       },
       120s));

@@ -240,17 +240,54 @@ std::string poolField(const std::string& pool, const std::string& path) {
   return got.output.empty() ? "0" : got.output;
 }
 
-std::map<std::string, std::string> configMapData(const std::string& ns, const std::string& name) {
-  std::map<std::string, std::string> out;
-  auto got = controlPlane().kubectl({"get", "configmap", "-n", ns, name, "-o", "json"});
+SliceView policySlices(const std::string& ns, const std::string& policy) {
+  SliceView out;
+  auto got = controlPlane().kubectl(
+      {"get", "egresspolicyslices", "-l",
+       "egressgateway.dev/policy-namespace=" + ns + ",egressgateway.dev/policy=" + policy, "-o",
+       "json"});
   if (!got.ok()) {
     return out;
   }
   auto doc = parseJson(got.output);
-  if (const auto* data = at(doc, {"data"}); data != nullptr && data->IsObject()) {
-    for (const auto& m : data->GetObject()) {
-      out[m.name.GetString()] = m.value.IsString() ? m.value.GetString() : "";
+  auto strings = [](const rapidjson::Value* list, std::vector<std::string>& into) {
+    if (list != nullptr && list->IsArray()) {
+      for (const auto& v : list->GetArray()) {
+        into.push_back(v.IsString() ? v.GetString() : "?");
+      }
     }
+  };
+  if (const auto* items = at(doc, {"items"}); items != nullptr && items->IsArray()) {
+    for (const auto& item : items->GetArray()) {
+      ++out.slices;
+      if (const auto* sources = at(item, {"spec", "sources"}); sources && sources->IsArray()) {
+        for (const auto& src : sources->GetArray()) {
+          std::vector<std::string> ips;
+          strings(at(src, {"ips"}), ips);
+          for (const auto& ip : ips) {
+            out.sources.push_back(ip + "@" + str(src, "node"));
+          }
+        }
+      }
+      const auto* gateway = at(item, {"spec", "gateway"});
+      if (gateway == nullptr) {
+        continue;
+      }
+      strings(at(*gateway, {"destinationCIDRs"}), out.destinations);
+      strings(at(*gateway, {"excludedCIDRs"}), out.excluded);
+      if (const auto* eips = at(*gateway, {"egressIPs"}); eips && eips->IsArray()) {
+        for (const auto& e : eips->GetArray()) {
+          std::vector<std::string> ips;
+          strings(at(e, {"ips"}), ips);
+          for (const auto& ip : ips) {
+            out.egressIPs.push_back(ip + "@" + str(e, "node"));
+          }
+        }
+      }
+    }
+  }
+  for (auto* v : {&out.sources, &out.destinations, &out.excluded, &out.egressIPs}) {
+    std::sort(v->begin(), v->end());
   }
   return out;
 }
@@ -363,6 +400,7 @@ std::string installCrds() {
   auto wait = controlPlane().kubectl({"wait", "--for", "condition=established", "--timeout=60s",
                                       "crd/ipampools.networking.egressgateway.dev",
                                       "crd/egressgatewaypolicies.networking.egressgateway.dev",
+                                      "crd/egresspolicyslices.networking.egressgateway.dev",
                                       "crd/operatorconfigs.networking.egressgateway.dev"});
   return wait.ok() ? "" : "kubectl wait for the CRDs: " + wait.output;
 }

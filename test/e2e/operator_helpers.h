@@ -115,7 +115,17 @@ std::map<std::string, PodView> gatewayPods(const std::string& ns, const std::str
 
 // A pool's status field through jsonpath, "" read as "0".
 std::string poolField(const std::string& pool, const std::string& path);
-std::map<std::string, std::string> configMapData(const std::string& ns, const std::string& name);
+// A policy's data-plane view as its EgressPolicySlices say it, each list sorted: the sources of
+// every slice ("ip@node"), and from the first slice the destinations, the exclusions and the
+// egress IPs with their holder node ("ip@node", "ip@" for none). `slices` counts the objects.
+struct SliceView {
+  size_t slices = 0;
+  std::vector<std::string> sources;
+  std::vector<std::string> destinations;
+  std::vector<std::string> excluded;
+  std::vector<std::string> egressIPs;
+};
+SliceView policySlices(const std::string& ns, const std::string& policy);
 // kubectl `args` succeeds.
 bool exists(const std::vector<std::string>& args);
 // Every Event's reason and message about `name` in `ns`.

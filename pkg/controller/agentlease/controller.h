@@ -1,16 +1,17 @@
 // File: controller.h
 //
-// The agentlease subcontroller (with OperatorConfig spec.dataplane.agent): turns the agents'
-// Lease freshness, which changes with time alone, into policy reconciles. Its keys are node
-// names, from the egw-agent-<node> Leases' events (every renewal, about each 2 s per agent) and
-// from OperatorConfig changes. A reconcile of node N looks at N's Lease: while it is fresh it
-// comes back just after it would expire; when N's freshness flips (stale: its holders' entries
-// may move away; fresh again: entries may move to it), every policy is queued, so a stale
-// holder moves within the Lease duration and a fraction of a second. It writes nothing itself
-// and costs one in-memory check per Lease event.
+// The agentlease subcontroller (with OperatorConfig spec.dataplane.agent): turns what the agents'
+// egw-agent-<node> Leases say into policy reconciles. Each Lease event is recorded in the
+// context's Agents (agents.h: when the renewal was seen, what the agent reports programmed) and
+// queues the Lease's node. A reconcile of node N compares N's liveness, which changes with time
+// alone, and its report with what the last reconcile of N saw; when either changed, it queues
+// the policies that have a gateway pod on N (their holders may move away or back, their
+// readiness gates follow the report), not every policy. While N is live it comes back just
+// after N would go stale. It writes nothing itself.
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "pkg/controller/context.h"
@@ -27,9 +28,14 @@ class AgentLeaseController : public controllerruntime::Controller {
   net::awaitable<controllerruntime::ReconcileResult> reconcile(const std::string& key) override;
 
  private:
+  struct Seen {
+    bool live = false;
+    std::set<ipam::Address> programmed;
+  };
+
   Context& ctx_;
-  // Each node's freshness at its last reconcile.
-  std::map<std::string, bool> fresh_;
+  // Each node as its last reconcile saw it.
+  std::map<std::string, Seen> seen_;
 };
 
 }  // namespace egress::controller

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "pkg/apis/apps/deployment.h"
-#include "pkg/apis/core/config_map.h"
 #include "pkg/apis/core/namespace.h"
 #include "pkg/apis/core/pod.h"
 #include "pkg/apis/networking/v1alpha1/types.h"
@@ -34,7 +33,7 @@ using OperatorConfigPtr = std::shared_ptr<const v1alpha1::OperatorConfig>;
 using PodPtr = std::shared_ptr<const core::Pod>;
 using NamespacePtr = std::shared_ptr<const core::Namespace>;
 using DeploymentPtr = std::shared_ptr<const apps::Deployment>;
-using ConfigMapPtr = std::shared_ptr<const core::ConfigMap>;
+using SlicePtr = std::shared_ptr<const v1alpha1::EgressPolicySlice>;
 using PdbPtr = std::shared_ptr<const policy::PodDisruptionBudget>;
 
 // A gateway pod, by name within the policy's namespace.
@@ -49,13 +48,17 @@ struct EgressPodInfo {
   bool containersReady = false;
   // Being deleted: it still holds its entry (it may still send) until it is gone.
   bool terminating = false;
+  // Its readiness gate kIPProgrammedCondition as cached: nullopt if absent, else True or not.
+  std::optional<bool> programmed;
 };
 
 // The objects the DeploymentProcessor owns for the policy, as cached (null if absent).
 struct EgressGatewayDeployment {
   DeploymentPtr deployment;
-  ConfigMapPtr configMap;
   PdbPtr podDisruptionBudget;
+  // The policy's EgressPolicySlices (its data-plane view), by spec.policy's namespace and name,
+  // whatever uid they name (a re-created policy rewrites its predecessor's).
+  std::vector<SlicePtr> slices;
 };
 
 struct EgressGatewayPolicyInfo {
@@ -71,9 +74,16 @@ struct EgressGatewayPolicyInfo {
   std::string poolName;
   PoolPtr pool;
   EgressGatewayDeployment deployment;
+  // Its gateway pods: while the policy exists, only pods controlled, by owner UIDs, by a
+  // ReplicaSet controlled by the Deployment this policy (uid) controls; once it is gone, any pod
+  // labelled as its gateway (they only delay the release of its own addresses).
   std::map<EgressPodId, EgressPodInfo> egressPods;
   // The source pods the policy selects (its own namespace only), not being deleted.
   std::vector<PodPtr> sourcePods;
+  // Those being deleted: not counted as selected, but still sources of the data-plane view
+  // until they are gone (a pod may send through its grace period, and its address is not
+  // handed to another pod before it is gone).
+  std::vector<PodPtr> leavingSourcePods;
 
   // Filled in by the processors, in order.
   // The spec's problems (validate()); non-empty: nothing is allocated or applied.

@@ -15,6 +15,7 @@ namespace {
 constexpr const char* kByPool = "byPool";
 constexpr const char* kByAddress = "byAddress";
 constexpr const char* kByPolicy = "byPolicy";
+constexpr const char* kByNode = "byNode";
 
 std::string ownedSelector() {
   return std::string(kManagedByLabel) + "=" + std::string(kManagedByValue);
@@ -57,13 +58,28 @@ bool containersAreReady(const core::Pod& pod) {
 
 }  // namespace
 
-bool controlledByGatewayReplicaSet(const core::Pod& pod, const std::string& deployment) {
-  const auto* ref = meta::controllerOf(pod.metadata);
-  if (ref == nullptr || ref->kind != "ReplicaSet" || ref->apiVersion != "apps/v1") {
+bool provenGateway(const core::Pod& pod, const apps::ReplicaSet* rs,
+                   const apps::Deployment* deployment, const std::string& policyUid) {
+  if (rs == nullptr || deployment == nullptr || policyUid.empty()) {
     return false;
   }
-  auto hash = pod.metadata.labels.find("pod-template-hash");
-  return hash != pod.metadata.labels.end() && ref->name == deployment + "-" + hash->second;
+  // By group, kind and uid: the version in a reference is whichever the writer used, and a new
+  // version of the policy's API must not orphan every gateway.
+  auto controlledBy = [](const meta::ObjectMeta& m, std::string_view group, std::string_view kind,
+                         const std::string& uid) {
+    const auto* ref = meta::controllerOf(m);
+    if (ref == nullptr || uid.empty() || ref->uid != uid || ref->kind != kind) {
+      return false;
+    }
+    const auto slash = ref->apiVersion.find('/');
+    return slash != std::string::npos &&
+           std::string_view(ref->apiVersion).substr(0, slash) == group;
+  };
+  return rs->metadata.namespace_ == pod.metadata.namespace_ &&
+         deployment->metadata.namespace_ == pod.metadata.namespace_ &&
+         controlledBy(pod.metadata, "apps", "ReplicaSet", rs->metadata.uid) &&
+         controlledBy(rs->metadata, "apps", "Deployment", deployment->metadata.uid) &&
+         controlledBy(deployment->metadata, kGroup, kPolicyKind, policyUid);
 }
 
 void stripPod(core::Pod& pod) {
@@ -96,8 +112,17 @@ void stripPod(core::Pod& pod) {
   m.generation = 0;
   const bool ready = core::isPodReady(pod);
   // A gateway pod's ContainersReady too: with the agent's readiness gate a pod without an egress
-  // IP is never Ready, yet it can take over one (moveStaleHolders).
+  // IP is never Ready, yet it can take over one (moveStaleHolders). And the gate itself, which
+  // the operator writes: without it every reconcile would write it again.
   const bool containersReady = gateway && containersAreReady(pod);
+  std::optional<core::PodCondition> gate;
+  if (gateway) {
+    for (const auto& c : pod.status.conditions) {
+      if (c.type == kIPProgrammedCondition) {
+        gate = core::PodCondition{std::string(kIPProgrammedCondition), c.status};
+      }
+    }
+  }
   pod.status.conditions.clear();
   if (ready) {
     pod.status.conditions.push_back({"Ready", "True"});
@@ -105,10 +130,25 @@ void stripPod(core::Pod& pod) {
   if (containersReady) {
     pod.status.conditions.push_back({"ContainersReady", "True"});
   }
+  if (gate) {
+    pod.status.conditions.push_back(std::move(*gate));
+  }
   pod.status.conditions.shrink_to_fit();
   pod.status.podIPs.shrink_to_fit();
   // Last: after this the labels are read-only and shared with the other pods of the ReplicaSet.
   meta::StringMapInterner::global().intern(m.labels);
+}
+
+void stripReplicaSet(apps::ReplicaSet& rs) {
+  auto& m = rs.metadata;
+  std::vector<meta::OwnerReference> controllerRef;
+  if (const auto* ref = meta::controllerOf(m)) {
+    controllerRef.push_back(*ref);
+  }
+  m.ownerReferences = std::move(controllerRef);
+  m.labels = meta::StringMap();
+  m.annotations = meta::StringMap();
+  m.finalizers.clear();
 }
 
 void stripNamespace(core::Namespace& ns) {
@@ -128,8 +168,9 @@ Cache::Cache(cache::SharedInformerFactory& factory, bool policyV1) : policyV1_(p
   const std::string owned = ownedSelector();
   deployments_ = &factory.informerFor<apps::Deployment>(deploymentsResource(),
                                                         apps::decodeDeployment, "", owned);
-  configMaps_ =
-      &factory.informerFor<core::ConfigMap>(configMapsResource(), core::decodeConfigMap, "", owned);
+  replicaSets_ = &factory.informerFor<apps::ReplicaSet>(
+      replicaSetsResource(), apps::decodeReplicaSet, "", owned, stripReplicaSet);
+  slices_ = &typed.egressPolicySlices();
   pdbs_ = &factory.informerFor<policy::PodDisruptionBudget>(
       podDisruptionBudgetsResource(policyV1), policy::decodePodDisruptionBudget, "", owned);
 
@@ -145,7 +186,16 @@ Cache::Cache(cache::SharedInformerFactory& factory, bool policyV1) : policyV1_(p
                              }
                              return out;
                            }}});
-  pods_->addIndexers({{kByPolicy, policyOf<core::Pod>}});
+  pods_->addIndexers(
+      {{kByPolicy, policyOf<core::Pod>}, {kByNode, [](const core::Pod& p) {
+                                            return policyOf(p).empty() || p.spec.nodeName.empty()
+                                                       ? std::vector<std::string>{}
+                                                       : std::vector<std::string>{p.spec.nodeName};
+                                          }}});
+  slices_->addIndexers({{kByPolicy, [](const v1alpha1::EgressPolicySlice& s) {
+                           return std::vector<std::string>{s.spec.policy.namespace_ + "/" +
+                                                           s.spec.policy.name};
+                         }}});
 }
 
 void Cache::watchAgentLeases(cache::SharedInformerFactory& factory, const std::string& ns) {
@@ -223,6 +273,18 @@ std::vector<std::string> Cache::policyKeysForPod(const core::Pod& pod) const {
   return out;
 }
 
+std::vector<std::string> Cache::policyKeysWithGatewayOn(const std::string& node) const {
+  std::set<std::string> keys;
+  if (auto pods = pods_->indexer().byIndex(kByNode, node)) {
+    for (const auto& pod : *pods) {
+      for (auto& k : policyOf(*pod)) {
+        keys.insert(std::move(k));
+      }
+    }
+  }
+  return {keys.begin(), keys.end()};
+}
+
 std::vector<std::string> Cache::allPolicyKeys() const {
   std::vector<std::string> out;
   for (const auto& [key, obj] : policies_->indexer().items()) {
@@ -265,12 +327,19 @@ EgressGatewayPolicyInfo Cache::policyInfo(const std::string& key) const {
   info.policyNamespace = getNamespace(info.ns);
   const std::string owned = gatewayName(info.name);
   info.deployment.deployment = deployments_->indexer().get(info.ns + "/" + owned);
-  info.deployment.configMap = configMaps_->indexer().get(info.ns + "/" + owned);
   info.deployment.podDisruptionBudget = pdbs_->indexer().get(info.ns + "/" + owned);
+  if (auto slices = slices_->indexer().byIndex(kByPolicy, key)) {
+    info.deployment.slices = std::move(*slices);
+  }
+  const std::string policyUid = info.policy ? info.policy->metadata.uid : "";
   if (auto gateways = pods_->indexer().byIndex(kByPolicy, key)) {
     for (const auto& pod : *gateways) {
-      if (!controlledByGatewayReplicaSet(*pod, owned)) {
-        continue;
+      if (info.policy) {
+        const auto* ref = meta::controllerOf(pod->metadata);
+        auto rs = ref == nullptr ? nullptr : replicaSets_->indexer().get(info.ns + "/" + ref->name);
+        if (!provenGateway(*pod, rs.get(), info.deployment.deployment.get(), policyUid)) {
+          continue;
+        }
       }
       EgressPodInfo p;
       p.pod = pod;
@@ -281,6 +350,11 @@ EgressGatewayPolicyInfo Cache::policyInfo(const std::string& key) const {
       p.ready = core::isPodReady(*pod);
       p.containersReady = containersAreReady(*pod);
       p.terminating = pod->metadata.deletionTimestamp.has_value();
+      for (const auto& c : pod->status.conditions) {
+        if (c.type == kIPProgrammedCondition) {
+          p.programmed = c.status == "True";
+        }
+      }
       info.egressPods.emplace(pod->metadata.name, std::move(p));
     }
   }
@@ -292,9 +366,8 @@ EgressGatewayPolicyInfo Cache::policyInfo(const std::string& key) const {
   info.pool = pool(info.poolName);
   if (auto inNs = pods_->indexer().byIndex(cache::kNamespaceIndex, info.ns)) {
     for (const auto& pod : *inNs) {
-      if (!pod->metadata.deletionTimestamp &&
-          info.policy->spec.podSelector.matches(pod->metadata.labels) && policyOf(*pod).empty()) {
-        info.sourcePods.push_back(pod);
+      if (info.policy->spec.podSelector.matches(pod->metadata.labels) && policyOf(*pod).empty()) {
+        (pod->metadata.deletionTimestamp ? info.leavingSourcePods : info.sourcePods).push_back(pod);
       }
     }
   }

@@ -11,21 +11,27 @@
 //   OperatorConfig          cluster            whole (only "default" is read)
 //   Namespace               cluster            name and labels (pools' namespaceSelectors)
 //   Pod                     all namespaces     what the operator reads (stripPod below): a
-//                                              source pod's IPs and node, a gateway pod's
-//                                              uid, controller, annotation and readiness
-//   Deployment, ConfigMap,  all namespaces,    only the operator's own, selected on
+//                                              source pod's IPs, node, phase and hostNetwork,
+//                                              a gateway pod's uid, controller, annotation,
+//                                              readiness and readiness gate
+//   Deployment,             all namespaces,    only the operator's own, selected on
 //   PodDisruptionBudget     labelled ours      app.kubernetes.io/managed-by
+//   ReplicaSet              all namespaces,    the gateway Deployments' (the pod template's
+//                           labelled ours      labels): uid and controller only
+//   EgressPolicySlice       cluster            whole (the operator writes them all)
 //   Lease                   the agents' one    the agents' egw-agent-<node> Leases (and any
 //                           namespace          other Lease there), once watchAgentLeases ran
 //
 // Indexes: policies by pool (status.pool, else spec.egressIP.pool, else "" for the default),
-// policies by explicit address, gateway pods and owned objects by policy ("ns/policy").
+// policies by explicit address, gateway pods by policy ("ns/policy") and by node, slices by
+// policy.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "pkg/apis/apps/replica_set.h"
 #include "pkg/apis/coordination/lease.h"
 #include "pkg/apis/networking/v1alpha1/types.h"
 #include "pkg/cache/informer_factory.h"
@@ -35,15 +41,20 @@
 namespace egress::controller {
 
 // The transform the pod informer applies: keeps identity, labels, the egress-IP annotation, the
-// node, the pod IPs, the phase and the Ready condition, and a gateway pod's controller owner
-// reference. The labels come out interned (StringMapInterner::global()): shared with every other
-// cached pod that has the same ones.
+// node, hostNetwork, the pod IPs, the phase and the Ready condition, and a gateway pod's
+// controller owner reference, ContainersReady and readiness gate. The labels come out interned
+// (StringMapInterner::global()): shared with every other cached pod that has the same ones.
 void stripPod(core::Pod& pod);
+// The ReplicaSet informer's: identity and the controller owner reference.
+void stripReplicaSet(apps::ReplicaSet& rs);
 
-// A pod labelled as a policy's is one of its gateways only if a ReplicaSet of the gateway
-// Deployment `deployment` controls it: the label alone would let anyone who may create pods in
-// the namespace be handed an egress IP and the policy's traffic.
-bool controlledByGatewayReplicaSet(const core::Pod& pod, const std::string& deployment);
+// Whether `pod` is one of the gateways of the policy with uid `policyUid`, proven by owner UIDs:
+// its controller is ReplicaSet `rs` (by uid), whose controller is Deployment `deployment` (by
+// uid), whose controller is the policy (by uid). A label, a name or a copy of the Deployment
+// proves nothing: anyone who may edit the namespace can write those. Null `rs` or `deployment`
+// (not cached): not proven.
+bool provenGateway(const core::Pod& pod, const apps::ReplicaSet* rs,
+                   const apps::Deployment* deployment, const std::string& policyUid);
 // The same for namespaces: name and labels.
 void stripNamespace(core::Namespace& ns);
 
@@ -61,7 +72,8 @@ class Cache {
   cache::SharedIndexInformer<core::Namespace>& namespaces() { return *namespaces_; }
   cache::SharedIndexInformer<core::Pod>& pods() { return *pods_; }
   cache::SharedIndexInformer<apps::Deployment>& deployments() { return *deployments_; }
-  cache::SharedIndexInformer<core::ConfigMap>& configMaps() { return *configMaps_; }
+  cache::SharedIndexInformer<apps::ReplicaSet>& replicaSets() { return *replicaSets_; }
+  cache::SharedIndexInformer<v1alpha1::EgressPolicySlice>& slices() { return *slices_; }
   cache::SharedIndexInformer<policy::PodDisruptionBudget>& podDisruptionBudgets() { return *pdbs_; }
   bool policyV1() const { return policyV1_; }
 
@@ -70,6 +82,7 @@ class Cache {
   void watchAgentLeases(cache::SharedInformerFactory& factory, const std::string& ns);
   // Null until watchAgentLeases ran.
   cache::SharedIndexInformer<coordination::Lease>* agentLeases() { return leases_; }
+  const std::string& agentLeaseNamespace() const { return leaseNamespace_; }
   // The agent Lease of `node`; null if there is none, or no Leases are watched.
   std::shared_ptr<const coordination::Lease> agentLease(const std::string& node) const;
 
@@ -89,6 +102,8 @@ class Cache {
   std::vector<std::string> policyKeysWithAddress(const std::string& address) const;
   // Keys of the policies that select `pod` as a source or own it as a gateway.
   std::vector<std::string> policyKeysForPod(const core::Pod& pod) const;
+  // Keys of the policies with a gateway pod (by its label) on `node`.
+  std::vector<std::string> policyKeysWithGatewayOn(const std::string& node) const;
   // Every policy key, undecodable ones included.
   std::vector<std::string> allPolicyKeys() const;
 
@@ -110,7 +125,8 @@ class Cache {
   cache::SharedIndexInformer<core::Namespace>* namespaces_;
   cache::SharedIndexInformer<core::Pod>* pods_;
   cache::SharedIndexInformer<apps::Deployment>* deployments_;
-  cache::SharedIndexInformer<core::ConfigMap>* configMaps_;
+  cache::SharedIndexInformer<apps::ReplicaSet>* replicaSets_;
+  cache::SharedIndexInformer<v1alpha1::EgressPolicySlice>* slices_;
   cache::SharedIndexInformer<policy::PodDisruptionBudget>* pdbs_;
   cache::SharedIndexInformer<coordination::Lease>* leases_ = nullptr;
   std::string leaseNamespace_;

@@ -14,8 +14,9 @@ EgressGatewayController::EgressGatewayController(Options options, Context& ctx)
     : Controller(std::move(options)),
       ctx_(ctx),
       ipPool_(std::make_shared<IPPoolProcessor>(ctx)),
+      deployment_(std::make_shared<DeploymentProcessor>(ctx)),
       status_(std::make_shared<StatusProcessor>(ctx)),
-      processors_{ipPool_, std::make_shared<DeploymentProcessor>(ctx), status_} {}
+      processors_{ipPool_, deployment_, status_} {}
 
 Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
   auto reg = ctx_.cache.policies().addEventHandler(
@@ -42,10 +43,24 @@ net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::st
   EgressGatewayPolicyInfo info = ctx_.cache.policyInfo(key);
   useOwnWrite(info);
   if (!info.policy) {
+    // Its view goes either way: the data plane stops using its addresses. A policy that exists
+    // but does not decode cannot have its sources followed, and a stale source address, handed
+    // by the CNI to another namespace's pod, would leave as this policy.
+    if (!info.deployment.slices.empty()) {
+      auto removed = co_await deleteSlices(ctx_.client, info.deployment.slices);
+      if (!removed) {
+        co_return ReconcileResult::error(removed.error());
+      }
+    }
     if (info.undecodable) {
-      spdlog::warn("egressgateway: policy {} does not decode ({}): its addresses stay held", key,
-                   info.undecodable->error);
-    } else if (ipPool_->forget(info)) {
+      spdlog::warn(
+          "egressgateway: policy {} does not decode ({}): its addresses stay held, its "
+          "data-plane view is withdrawn",
+          key, info.undecodable->error);
+      co_return ReconcileResult::done();
+    }
+    deployment_->forget(key);
+    if (ipPool_->forget(info)) {
       ctx_.metrics.removePolicy(info.ns, info.name);
       summaryChanged(ctx_);
     }

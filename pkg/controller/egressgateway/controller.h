@@ -4,10 +4,12 @@
 // the policy's info view from the shared cache (cache.h) and runs the IPPoolProcessor, the
 // DeploymentProcessor and the StatusProcessor over it, in order (the StatusProcessor also after
 // a failed DeploymentProcessor, to report the failure); a policy that is gone has its
-// addresses freed once its gateway pods are gone (the garbage collector deletes its Deployment,
-// ConfigMap and PodDisruptionBudget through their owner references). Its keys come from the
-// policies themselves and, through the main controller's cross-triggers, from pools, the
-// OperatorConfig, namespaces, source and gateway pods, and the gateway objects.
+// EgressPolicySlices deleted at once (the data plane stops using its addresses; cluster-scoped,
+// they cannot be owned by it) and its addresses freed once its gateway pods are gone (the
+// garbage collector deletes its Deployment and PodDisruptionBudget through their owner
+// references). Its keys come from the policies themselves and, through the main controller's
+// cross-triggers, from pools, the OperatorConfig, namespaces, source and gateway pods and their
+// ReplicaSets, the gateway objects and the slices.
 #pragma once
 
 #include <map>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "pkg/controller/context.h"
+#include "pkg/controller/egressgateway/deployment_processor.h"
 #include "pkg/controller/egressgateway/ippool_processor.h"
 #include "pkg/controller/egressgateway/policy_processor.h"
 #include "pkg/controller/egressgateway/status_processor.h"
@@ -46,6 +49,7 @@ class EgressGatewayController : public controllerruntime::Controller {
   Context& ctx_;
   std::map<std::string, Written> written_;
   std::shared_ptr<IPPoolProcessor> ipPool_;
+  std::shared_ptr<DeploymentProcessor> deployment_;
   std::shared_ptr<StatusProcessor> status_;
   std::vector<std::shared_ptr<PolicyProcessor>> processors_;
 };

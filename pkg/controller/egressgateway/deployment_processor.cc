@@ -1,7 +1,15 @@
 #include "pkg/controller/egressgateway/deployment_processor.h"
 
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "pkg/apis/meta/encode.h"
 #include "pkg/controller/conditions.h"
+#include "pkg/controller/egressgateway/holder_moves.h"
 #include "pkg/controller/egressgateway/render.h"
+#include "pkg/controller/egressgateway/status.h"
+#include "pkg/controller/egressgateway/view.h"
 #include "pkg/controller/names.h"
 
 namespace egress::controller {
@@ -30,6 +38,135 @@ net::awaitable<ReconcileResult> applyObject(kube::RestClient& client, kube::Reso
 
 }  // namespace
 
+net::awaitable<Result<Ok, std::string>> deleteSlices(kube::RestClient& client,
+                                                     const std::vector<SlicePtr>& slices) {
+  for (const auto& s : slices) {
+    kube::DeleteOptions opts;
+    opts.preconditionUid = s->metadata.uid;
+    std::string name = s->metadata.name;
+    auto removed =
+        co_await client.remove(slicesResource(), std::string(), std::move(name), std::move(opts));
+    if (!removed && !removed.error().isNotFound() && !removed.error().isConflict()) {
+      co_return "deleting EgressPolicySlice " + s->metadata.name + ": " + removed.error().message();
+    }
+  }
+  co_return Ok{};
+}
+
+std::string readinessGatePatch(bool programmed, const std::string& node, meta::Time now) {
+  rapidjson::StringBuffer buf;
+  meta::JsonWriter w(buf);
+  w.StartObject();
+  meta::writeKey(w, "status");
+  w.StartObject();
+  meta::writeKey(w, "conditions");
+  w.StartArray();
+  w.StartObject();
+  meta::writeField(w, "type", kIPProgrammedCondition);
+  meta::writeField(w, "status", programmed ? "True" : "False");
+  meta::writeField(w, "reason", programmed ? "Programmed" : "NotProgrammed");
+  meta::writeField(w, "message",
+                   programmed ? "egw-agent on " + node + " reports the pod's egress IPs programmed"
+                              : "egw-agent on " + node +
+                                    " does not report the pod's egress IPs programmed (or its "
+                                    "Lease is stale)");
+  meta::writeField(w, "lastTransitionTime", meta::formatRfc3339(now));
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+net::awaitable<ReconcileResult> DeploymentProcessor::applySlices(
+    const EgressGatewayPolicyInfo& info, const v1alpha1::EgressGatewayPolicy& policy,
+    const std::vector<ipam::Entry>& ledger) {
+  const auto gateway =
+      sliceGateway(policy, ledger, viewHolders(info, ledger, ctx_.agents.claims(ctx_.clock.now())),
+                   info.config->spec.clusterCIDRs);
+  auto sources = sliceSources(policy, info.sourcePods);
+  auto leaving = sliceSources(policy, info.leavingSourcePods);
+  sources.insert(sources.end(), leaving.begin(), leaving.end());
+  const auto plan = planSlices(policy, gateway, sources, info.deployment.slices);
+  // Writes before deletes, the first slice first: a source moving between slices is listed
+  // twice for a moment, never nowhere, and an agent never sees sources without the gateway part.
+  for (const auto& slice : plan.write) {
+    auto r = co_await applyObject(ctx_.client, slicesResource(), std::string(), renderSlice(slice),
+                                  "EgressPolicySlice");
+    if (!r.isDone()) {
+      co_return r;
+    }
+  }
+  auto removed = co_await deleteSlices(ctx_.client, plan.remove);
+  if (!removed) {
+    co_return ReconcileResult::error(removed.error());
+  }
+  co_return ReconcileResult::done();
+}
+
+net::awaitable<ReconcileResult> DeploymentProcessor::writeReadinessGates(
+    const EgressGatewayPolicyInfo& info, const std::vector<ipam::Entry>& ledger) {
+  const auto now = ctx_.clock.now();
+  const auto holders = viewHolders(info, ledger, ctx_.agents.claims(now));
+  auto& written = gatesWritten_[info.key];
+  std::string failure;
+  for (const auto& [name, p] : info.egressPods) {
+    if (p.terminating) {
+      continue;  // it goes; its gate no longer matters
+    }
+    const std::string& node = p.pod->spec.nodeName;
+    // Programmed: the view names this pod as a holder, its node's agent is live and reports
+    // every address of the pod's entry.
+    bool programmed = false;
+    for (size_t i = 0; i < ledger.size(); ++i) {
+      if (holders[i] && holders[i]->podUID == p.pod->metadata.uid && ctx_.agents.live(node, now)) {
+        const auto& reported = ctx_.agents.programmed(node);
+        programmed = std::all_of(ledger[i].begin(), ledger[i].end(),
+                                 [&](const ipam::Address& a) { return reported.contains(a); });
+      }
+    }
+    // A pod that never had the gate is left alone until it is programmed: a missing condition
+    // keeps it not Ready already.
+    const bool write = programmed ? p.programmed != true : p.programmed == true;
+    const std::pair<bool, std::string> decision{programmed, p.pod->metadata.resourceVersion};
+    auto done = written.find(p.pod->metadata.uid);
+    if (!write || (done != written.end() && done->second == decision)) {
+      continue;
+    }
+    kube::WriteOptions opts;
+    opts.fieldManager = std::string(kFieldManager);
+    std::string ns = info.ns;
+    std::string podName = name;
+    auto patched = co_await ctx_.client.patch(
+        podsResource(), std::move(ns), std::move(podName), kube::PatchType::StrategicMerge,
+        readinessGatePatch(programmed, node, meta::truncateToSeconds(ctx_.clock.wallNow())),
+        std::move(opts), std::string("status"));
+    if (!patched) {
+      if (!patched.error().isNotFound() && failure.empty()) {
+        failure = "setting " + std::string(kIPProgrammedCondition) + " of gateway pod " + name +
+                  ": " + patched.error().message();
+      }
+      continue;
+    }
+    written[p.pod->metadata.uid] = decision;
+    spdlog::info("egressgateway: policy {}: gateway pod {} on {}: {} {}", info.key, name, node,
+                 kIPProgrammedCondition, programmed ? "True" : "False");
+  }
+  // Pods that are gone are forgotten.
+  std::erase_if(written, [&](const auto& kv) {
+    return std::none_of(info.egressPods.begin(), info.egressPods.end(),
+                        [&](const auto& pod) { return pod.second.pod->metadata.uid == kv.first; });
+  });
+  if (!failure.empty()) {
+    co_return ReconcileResult::error(failure);
+  }
+  co_return ReconcileResult::done();
+}
+
+void DeploymentProcessor::forget(const std::string& key) {
+  gatesWritten_.erase(key);
+}
+
 ReconcileResult DeploymentProcessor::failed(EgressGatewayPolicyInfo& info, ReconcileResult r) {
   // Once per failure: retries back off with the same error, and the status says it meanwhile.
   if (conditionReason(info.current->status.conditions, kConditionGatewayAvailable) !=
@@ -47,16 +184,27 @@ const std::string& DeploymentProcessor::name() const {
 }
 
 net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicyInfo& info) {
-  if (!info.invalid.empty() || !info.assignment || info.config == nullptr ||
-      info.config->spec.gatewayImage.empty()) {
+  if (info.config == nullptr) {
+    co_return ReconcileResult::done();
+  }
+  const auto& policy = info.current ? *info.current : *info.policy;
+  // The ledger as written; for an invalid spec (no assignment) the one in the status, which is
+  // what the policy keeps.
+  const std::vector<ipam::Entry> ledger =
+      info.assignment ? info.assignment->entries : statusLedger(policy.status);
+  // The data-plane view first and whatever else fails: its sources follow the pods, or a
+  // finished pod's address, handed by the CNI to a pod of another namespace, would keep
+  // leaving as this policy. So also while the spec is invalid or the namespace is going.
+  if (auto r = co_await applySlices(info, policy, ledger); !r.isDone()) {
+    co_return failed(info, std::move(r));
+  }
+  if (!info.invalid.empty() || !info.assignment || info.config->spec.gatewayImage.empty()) {
     co_return ReconcileResult::done();
   }
   if (info.policyNamespace && info.policyNamespace->phase == "Terminating") {
     // Nothing new may be made in it, and the policy goes with it.
     co_return ReconcileResult::done();
   }
-  const auto& policy = info.current ? *info.current : *info.policy;
-  const auto& ledger = info.assignment->entries;
   const auto replicas = static_cast<int32_t>(ledger.size());
 
   Rendered deployment = renderDeployment(policy, gatewayShape(policy, info.config.get()), replicas);
@@ -65,19 +213,6 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
       cachedDeployment->spec.replicas.value_or(1) != replicas) {
     auto r = co_await applyObject(ctx_.client, deploymentsResource(), info.ns,
                                   std::move(deployment), "Deployment");
-    if (!r.isDone()) {
-      co_return failed(info, std::move(r));
-    }
-  }
-
-  const meta::StringMap data =
-      configMapData(gatewayData(policy, ledger, info.config->spec.clusterCIDRs, info.sourcePods));
-  Rendered configMap = renderConfigMap(policy, data);
-  const auto* cachedConfigMap = info.deployment.configMap.get();
-  if (cachedConfigMap == nullptr || cachedConfigMap->data != data ||
-      !carriesHash(cachedConfigMap->metadata, configMap.hash)) {
-    auto r = co_await applyObject(ctx_.client, configMapsResource(), info.ns, std::move(configMap),
-                                  "ConfigMap");
     if (!r.isDone()) {
       co_return failed(info, std::move(r));
     }
@@ -108,6 +243,9 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
           info, ReconcileResult::error("deleting PodDisruptionBudget " + gatewayName(info.name) +
                                        ": " + removed.error().message()));
     }
+  }
+  if (agentEnabled(info.config.get())) {
+    co_return co_await writeReadinessGates(info, ledger);
   }
   co_return ReconcileResult::done();
 }

@@ -1,18 +1,26 @@
 // File: deployment_processor.h
 //
-// DeploymentProcessor: brings the policy's gateway objects (render.h) to what the ledger says,
-// with server-side apply (field manager egress-gateway-operator, force: the operator owns these
-// fields, whoever touched them last): the Deployment with one pod per ledger entry, the
-// ConfigMap the data plane reads, and a PodDisruptionBudget while more than one gateway runs
-// (deleted at one). An object whose cached copy already carries the digest of what would be
-// applied (and, for the Deployment, the same replica count; for the ConfigMap, the same data) is
-// not written: a resync writes nothing. Skipped while the spec is invalid (the gateway keeps
-// running as it is) and while no OperatorConfig names the gateway image. A write that fails
-// fails the reconcile (retried with backoff) and is reported: info.applyFailure, which the status
-// shows as GatewayAvailable=False reason ApplyFailed, and one Warning Event ApplyFailed.
+// DeploymentProcessor: brings the policy's gateway objects (render.h) and its data-plane view
+// (view.h) to what the ledger says, with server-side apply (field manager egress-gateway-operator,
+// force: the operator owns these fields, whoever touched them last): the Deployment with one pod
+// per ledger entry, a PodDisruptionBudget while more than one gateway runs (deleted at one), and
+// the EgressPolicySlices the agents program (extra ones deleted). An object whose cached copy
+// already carries the digest of what would be applied (and, for the Deployment, the same replica
+// count; for a slice, the same spec) is not written: a resync writes nothing. The view comes
+// first and is kept current whatever else happens (an invalid spec, a namespace being deleted,
+// a Deployment that cannot be written): its sources must follow the pods. With the agent, it
+// then sets each gateway pod's readiness gate from what the agent of the pod's node reports
+// (agentlease/agents.h): True once that live agent reports all the pod's egress IPs programmed,
+// False once it no longer does. The gateway objects are skipped while the spec is invalid (the
+// gateway stays as it is) and while no OperatorConfig names the gateway image. A write that
+// fails fails the reconcile (retried with backoff) and is reported: info.applyFailure, which the
+// status shows as GatewayAvailable=False reason ApplyFailed, and one Warning Event ApplyFailed.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pkg/controller/context.h"
 #include "pkg/controller/egressgateway/policy_processor.h"
@@ -26,13 +34,32 @@ class DeploymentProcessor : public PolicyProcessor {
   const std::string& name() const override;
   net::awaitable<controllerruntime::ReconcileResult> process(
       EgressGatewayPolicyInfo& info) override;
+  // The policy is gone: what was remembered of its pods goes too.
+  void forget(const std::string& key);
 
  private:
   // `r`, a failed write, after recording it in `info` for the status and in a Warning Event.
   controllerruntime::ReconcileResult failed(EgressGatewayPolicyInfo& info,
                                             controllerruntime::ReconcileResult r);
+  net::awaitable<controllerruntime::ReconcileResult> applySlices(
+      const EgressGatewayPolicyInfo& info, const v1alpha1::EgressGatewayPolicy& policy,
+      const std::vector<ipam::Entry>& ledger);
+  net::awaitable<controllerruntime::ReconcileResult> writeReadinessGates(
+      const EgressGatewayPolicyInfo& info, const std::vector<ipam::Entry>& ledger);
 
   Context& ctx_;
+  // Read your own writes: per policy and gateway pod (uid), the gate value last written and the
+  // pod's resourceVersion it was decided on; the same write is not repeated before the watch
+  // shows it.
+  std::map<std::string, std::map<std::string, std::pair<bool, std::string>>> gatesWritten_;
 };
+
+// Deletes `slices` (each by uid: never a successor of the same name); not found is done.
+net::awaitable<Result<Ok, std::string>> deleteSlices(kube::RestClient& client,
+                                                     const std::vector<SlicePtr>& slices);
+
+// The strategic merge patch of pods/status that sets a gateway pod's readiness gate (conditions
+// merge by type, so the kubelet's own stay).
+std::string readinessGatePatch(bool programmed, const std::string& node, meta::Time now);
 
 }  // namespace egress::controller

@@ -10,21 +10,6 @@ bool agentEnabled(const v1alpha1::OperatorConfig* config) {
   return config != nullptr && config->spec.dataplane && config->spec.dataplane->agent;
 }
 
-std::optional<meta::Time> agentLeaseExpiry(const coordination::Lease& lease) {
-  if (!lease.spec.renewTime || !lease.spec.leaseDurationSeconds) {
-    return std::nullopt;
-  }
-  return *lease.spec.renewTime + std::chrono::seconds(*lease.spec.leaseDurationSeconds);
-}
-
-bool agentLeaseFresh(const coordination::Lease* lease, meta::Time now) {
-  if (lease == nullptr) {
-    return false;
-  }
-  auto expiry = agentLeaseExpiry(*lease);
-  return expiry && now < *expiry;
-}
-
 std::vector<HolderMove> staleHolderMoves(const EgressGatewayPolicyInfo& info,
                                          const std::vector<std::string>& holders,
                                          const std::function<bool(const std::string&)>& nodeFresh) {

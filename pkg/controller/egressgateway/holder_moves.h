@@ -23,13 +23,6 @@ namespace egress::controller {
 // OperatorConfig spec.dataplane.agent (false for no OperatorConfig).
 bool agentEnabled(const v1alpha1::OperatorConfig* config);
 
-// Renewed less than leaseDurationSeconds before `now`; false for no Lease or one without a
-// renewTime or a duration.
-bool agentLeaseFresh(const coordination::Lease* lease, meta::Time now);
-
-// When a fresh Lease goes stale (renewTime + duration); nullopt if it has no such time.
-std::optional<meta::Time> agentLeaseExpiry(const coordination::Lease& lease);
-
 struct HolderMove {
   size_t entry = 0;  // index into the ledger
   std::string from;  // the stale holder

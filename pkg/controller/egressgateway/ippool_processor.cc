@@ -97,12 +97,17 @@ void syncPoolFromCache(Context& ctx, const std::string& name) {
   }
 }
 
-std::set<ipam::Address> addressesInUse(const EgressGatewayPolicyInfo& info) {
+std::set<ipam::Address> addressesInUse(const Context& ctx, const EgressGatewayPolicyInfo& info) {
   std::set<ipam::Address> out;
   for (const auto& [name, p] : info.egressPods) {
     if (auto entry = parseEntryText(p.egressIPs)) {
       out.insert(entry->begin(), entry->end());
     }
+  }
+  // An address a live agent still answers for is not free: another policy's holder must not
+  // take it before that agent has let go (it does once the view no longer names it).
+  for (const auto& [address, nodes] : ctx.agents.claims(ctx.clock.now())) {
+    out.insert(address);
   }
   return out;
 }
@@ -181,8 +186,8 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
   // Once per transition (the condition the cache shows says whether it was reported already),
   // whether or not the ledger changed: a policy that never got an address writes no ledger.
   reportShortfall(info, assignment);
-  auto released =
-      ctx_.allocator.commit(info.key, assignment.pool, assignment.entries, addressesInUse(info));
+  auto released = ctx_.allocator.commit(info.key, assignment.pool, assignment.entries,
+                                        addressesInUse(ctx_, info));
   if (!released.empty()) {
     ctx_.recorder.event(
         referenceTo(kPolicyKind, policy.metadata), core::kEventTypeNormal, "Released",
@@ -256,18 +261,54 @@ net::awaitable<Result<bool, std::string>> IPPoolProcessor::setEntry(const std::s
   co_return true;
 }
 
+net::awaitable<Result<bool, std::string>> IPPoolProcessor::renewedSinceSeen(
+    const std::string& node) {
+  const auto seen = ctx_.cache.agentLease(node);
+  kube::Resource leases = agentLeasesResource();
+  std::string ns = ctx_.cache.agentLeaseNamespace();
+  std::string name = std::string(kAgentLeasePrefix) + node;
+  std::string subresource;
+  auto got = co_await ctx_.client.get(std::move(leases), std::move(ns), std::move(name),
+                                      std::move(subresource));
+  if (!got) {
+    if (got.error().isNotFound()) {
+      co_return false;
+    }
+    co_return "reading the agent Lease of node " + node + ": " + got.error().message();
+  }
+  auto lease = coordination::decodeLease(*got);
+  if (!lease) {
+    co_return "decoding the agent Lease of node " + node + ": " + lease.error().toString();
+  }
+  if (seen && seen->spec == lease->spec) {
+    co_return false;
+  }
+  // A renewal the watch has not delivered: counted from now, as if the watch had.
+  ctx_.agents.observe(*lease, ctx_.clock.now());
+  co_return ctx_.agents.live(node, ctx_.clock.now());
+}
+
 net::awaitable<ReconcileResult> IPPoolProcessor::moveStaleHolders(
     const EgressGatewayPolicyInfo& info, std::vector<std::string>& holders,
     std::set<std::string>& written) {
   const auto& ledger = info.assignment->entries;
-  const meta::Time now = ctx_.clock.wallNow();
-  auto fresh = [&](const std::string& node) {
-    return agentLeaseFresh(ctx_.cache.agentLease(node).get(), now);
-  };
+  const auto now = ctx_.clock.now();
+  auto fresh = [&](const std::string& node) { return ctx_.agents.live(node, now); };
   for (const auto& move : staleHolderMoves(info, holders, fresh)) {
     const std::string value = entryText(ledger[move.entry]);
     const std::string& fromNode = info.egressPods.at(move.from).pod->spec.nodeName;
     const std::string& toNode = info.egressPods.at(move.to).pod->spec.nodeName;
+    // Stale as this process saw it: its Lease watch may lag (a stall, a relist). Ask the API
+    // server before taking the address away from a node whose agent may still hold it.
+    auto renewed = co_await renewedSinceSeen(fromNode);
+    if (!renewed) {
+      co_return ReconcileResult::error(renewed.error());
+    }
+    if (*renewed) {
+      spdlog::info("egressgateway: policy {}: not moving {} off {}: its agent renewed its Lease",
+                   info.key, value, fromNode);
+      continue;
+    }
     // The new holder first: until the old one loses it, both carry the entry and the agents
     // pick the one on the node with a fresh Lease, so there is no moment without a holder.
     auto taken = co_await setEntry(info.ns, move.to, value);
@@ -362,6 +403,16 @@ bool IPPoolProcessor::forget(const EgressGatewayPolicyInfo& info) {
   }
   if (!info.egressPods.empty()) {
     return false;  // its gateway pods still hold addresses; their deletion brings us back
+  }
+  const auto claims = ctx_.agents.claims(ctx_.clock.now());
+  for (const auto& entry : ctx_.allocator.committedEntries(info.key)) {
+    for (const auto& a : entry) {
+      if (claims.contains(a)) {
+        // A live agent still answers for it (its view is not gone yet): its report changing
+        // brings us back (the agentlease controller queues the address's holder).
+        return false;
+      }
+    }
   }
   const auto pool = ctx_.allocator.committedPool(info.key);
   auto released = ctx_.allocator.releaseAll(info.key);

@@ -13,8 +13,10 @@
 //   4. hands each gateway pod one ledger entry through its egress-IP annotation: a pod keeps
 //      the entry it has; a new pod takes an entry no live pod (terminating ones included) holds;
 //      a pod whose entry was released loses its annotation. With the agent (OperatorConfig
-//      spec.dataplane.agent), an entry whose holder's node has no fresh agent Lease first moves
-//      to a gateway pod on a node whose agent Lease is fresh (holder_moves.h), with an Event.
+//      spec.dataplane.agent), an entry whose holder's node has no live agent (by when this
+//      process saw its last renewal, confirmed by a read of the Lease from the API server)
+//      first moves to a gateway pod on a node whose agent is live (holder_moves.h), with an
+//      Event.
 // An address leaves the policy only once no gateway pod of it carries the address any more.
 // forget() is the end of a deleted policy: its addresses are freed once its pods are gone.
 #pragma once
@@ -49,6 +51,9 @@ class IPPoolProcessor : public PolicyProcessor {
   net::awaitable<controllerruntime::ReconcileResult> moveStaleHolders(
       const EgressGatewayPolicyInfo& info, std::vector<std::string>& holders,
       std::set<std::string>& written);
+  // Whether node `node`'s agent Lease, read from the API server, shows a renewal this process
+  // has not seen (its watch lags): then it is live again and must keep what it holds.
+  net::awaitable<Result<bool, std::string>> renewedSinceSeen(const std::string& node);
   // Sets (value "" removes) a gateway pod's egress-IP annotation; false if the pod is gone.
   net::awaitable<Result<bool, std::string>> setEntry(const std::string& ns, const std::string& pod,
                                                      const std::string& value);
@@ -62,7 +67,8 @@ class IPPoolProcessor : public PolicyProcessor {
 // reconciled before its new pool's own reconcile still sees the pool.
 void syncPoolFromCache(Context& ctx, const std::string& name);
 
-// The addresses the policy's gateway pods carry in their annotations.
-std::set<ipam::Address> addressesInUse(const EgressGatewayPolicyInfo& info);
+// The addresses in use: those the policy's gateway pods carry in their annotations, and those a
+// live agent reports programmed.
+std::set<ipam::Address> addressesInUse(const Context& ctx, const EgressGatewayPolicyInfo& info);
 
 }  // namespace egress::controller

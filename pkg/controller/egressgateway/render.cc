@@ -16,6 +16,8 @@ using meta::JsonWriter;
 
 // Where the gateway container finds its egress IPs (the downward-API volume).
 constexpr const char* kPodInfoPath = "/etc/egress-gateway";
+// The gateway container's user and group (the image's nonroot user, as the operator's own).
+constexpr int64_t kGatewayUser = 65532;
 
 void writeMap(JsonWriter& w, std::string_view key, const meta::StringMap& m) {
   meta::writeKey(w, key);
@@ -108,6 +110,18 @@ std::string deploymentBody(const v1alpha1::EgressGatewayPolicy& policy, const Ga
   w.StartObject();
   meta::writeField(w, "automountServiceAccountToken", false);
   meta::writeField(w, "enableServiceLinks", false);
+  // The pod only marks where an egress IP is held (the node's agent does the work): it needs no
+  // privilege at all, and passes the restricted Pod Security Standard.
+  meta::writeKey(w, "securityContext");
+  w.StartObject();
+  meta::writeField(w, "runAsNonRoot", true);
+  meta::writeField(w, "runAsUser", int64_t{kGatewayUser});
+  meta::writeField(w, "runAsGroup", int64_t{kGatewayUser});
+  meta::writeKey(w, "seccompProfile");
+  w.StartObject();
+  meta::writeField(w, "type", "RuntimeDefault");
+  w.EndObject();
+  w.EndObject();
   meta::writeField(w, "terminationGracePeriodSeconds", int64_t{5});
   if (!shape.priorityClassName.empty()) {
     meta::writeField(w, "priorityClassName", shape.priorityClassName);
@@ -171,6 +185,18 @@ std::string deploymentBody(const v1alpha1::EgressGatewayPolicy& policy, const Ga
     meta::writeKey(w, "resources");
     v1alpha1::encodeResourceRequirements(w, *shape.resources);
   }
+  meta::writeKey(w, "securityContext");
+  w.StartObject();
+  meta::writeField(w, "allowPrivilegeEscalation", false);
+  meta::writeField(w, "readOnlyRootFilesystem", true);
+  meta::writeKey(w, "capabilities");
+  w.StartObject();
+  meta::writeKey(w, "drop");
+  w.StartArray();
+  w.String("ALL");
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
   meta::writeKey(w, "volumeMounts");
   w.StartArray();
   w.StartObject();
@@ -208,19 +234,6 @@ std::string deploymentBody(const v1alpha1::EgressGatewayPolicy& policy, const Ga
   return {buf.GetString(), buf.GetSize()};
 }
 
-std::string configMapBody(const v1alpha1::EgressGatewayPolicy& policy, const meta::StringMap& data,
-                          const std::string& hash) {
-  rapidjson::StringBuffer buf;
-  JsonWriter w(buf);
-  w.StartObject();
-  meta::writeField(w, "apiVersion", "v1");
-  meta::writeField(w, "kind", "ConfigMap");
-  writeOwnedMetadata(w, policy, gatewayName(policy.metadata.name), hash);
-  writeMap(w, "data", data);
-  w.EndObject();
-  return {buf.GetString(), buf.GetSize()};
-}
-
 std::string pdbBody(const v1alpha1::EgressGatewayPolicy& policy, bool policyV1,
                     const std::string& hash) {
   rapidjson::StringBuffer buf;
@@ -236,19 +249,6 @@ std::string pdbBody(const v1alpha1::EgressGatewayPolicy& policy, bool policyV1,
   w.EndObject();
   w.EndObject();
   return {buf.GetString(), buf.GetSize()};
-}
-
-std::string joinLines(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) {
-    out += s;
-    out += '\n';
-  }
-  return out;
-}
-
-bool familyWanted(const std::vector<ipam::Family>& families, ipam::Family f) {
-  return std::find(families.begin(), families.end(), f) != families.end();
 }
 
 }  // namespace
@@ -323,79 +323,6 @@ Rendered renderDeployment(const v1alpha1::EgressGatewayPolicy& policy, const Gat
   r.name = gatewayName(policy.metadata.name);
   r.hash = digest(deploymentBody(policy, shape, replicas, ""));
   r.body = deploymentBody(policy, shape, replicas, r.hash);
-  return r;
-}
-
-GatewayData gatewayData(const v1alpha1::EgressGatewayPolicy& policy,
-                        const std::vector<ipam::Entry>& ledger,
-                        const std::vector<std::string>& clusterCIDRs,
-                        const std::vector<std::shared_ptr<const core::Pod>>& sourcePods) {
-  GatewayData d;
-  const auto families = policyFamilies(policy);
-  auto cidrFamilyWanted = [&](const std::string& cidr) {
-    auto p = ipam::parseCIDR(cidr);
-    return p && familyWanted(families, p->address.family);
-  };
-  auto canonical = [](const std::string& cidr) {
-    auto p = ipam::parseCIDR(cidr);
-    return p ? p->toString() : cidr;
-  };
-  for (const auto& e : ledger) {
-    for (const auto& a : e) {
-      d.egressIPs.push_back(a.toString());
-    }
-  }
-  std::set<std::string> dst;
-  for (const auto& c : policy.spec.destinationCIDRs) {
-    if (cidrFamilyWanted(c)) {
-      dst.insert(canonical(c));
-    }
-  }
-  if (policy.spec.destinationCIDRs.empty()) {
-    // Everything outside the cluster: the whole family, minus the cluster's CIDRs below.
-    if (familyWanted(families, ipam::Family::kIPv4)) {
-      dst.insert("0.0.0.0/0");
-    }
-    if (familyWanted(families, ipam::Family::kIPv6)) {
-      dst.insert("::/0");
-    }
-  }
-  std::set<std::string> exc;
-  for (const auto* list : {&policy.spec.excludedCIDRs, &clusterCIDRs}) {
-    for (const auto& c : *list) {
-      if (cidrFamilyWanted(c)) {
-        exc.insert(canonical(c));
-      }
-    }
-  }
-  std::set<std::string> src;
-  for (const auto& pod : sourcePods) {
-    for (const auto& ip : pod->status.podIPs) {
-      auto a = ipam::parseAddress(ip);
-      if (a && familyWanted(families, a->family) && !pod->spec.nodeName.empty()) {
-        src.insert(a->toString() + "@" + pod->spec.nodeName);
-      }
-    }
-  }
-  d.destinations.assign(dst.begin(), dst.end());
-  d.excluded.assign(exc.begin(), exc.end());
-  d.sources.assign(src.begin(), src.end());
-  std::sort(d.egressIPs.begin(), d.egressIPs.end());
-  return d;
-}
-
-meta::StringMap configMapData(const GatewayData& data) {
-  return {{"egress-ips", joinLines(data.egressIPs)},
-          {"destination-cidrs", joinLines(data.destinations)},
-          {"excluded-cidrs", joinLines(data.excluded)},
-          {"sources", joinLines(data.sources)}};
-}
-
-Rendered renderConfigMap(const v1alpha1::EgressGatewayPolicy& policy, const meta::StringMap& data) {
-  Rendered r;
-  r.name = gatewayName(policy.metadata.name);
-  r.hash = digest(configMapBody(policy, data, ""));
-  r.body = configMapBody(policy, data, r.hash);
   return r;
 }
 

@@ -9,13 +9,14 @@
 //                             one before it starts another); spread over nodes; the policy's
 //                             nodeSelector, tolerations, resources and priorityClassName; the
 //                             pod reads its own egress IPs from its annotation through a
-//                             downward-API volume (/etc/egress-gateway/egress-ips). With
-//                             the agent: the readiness gate kIPProgrammedCondition and 10 s
-//                             NoExecute tolerations of not-ready and unreachable nodes.
-//   ConfigMap egw-<policy>    what the data plane programs: the egress IPs, the destinations and
-//                             exclusions (the cluster's own CIDRs always excluded), and the
-//                             source pods' IPs with their nodes, every list sorted.
+//                             downward-API volume (/etc/egress-gateway/egress-ips); non-root,
+//                             no capabilities, RuntimeDefault seccomp (restricted Pod
+//                             Security). With the agent: the readiness gate
+//                             kIPProgrammedCondition and 10 s NoExecute tolerations of
+//                             not-ready and unreachable nodes.
 //   PodDisruptionBudget       maxUnavailable 1, when the gateway has more than one replica.
+// (What the data plane programs is not here but in the cluster-scoped EgressPolicySlices, which
+// no tenant can write: view.h.)
 //
 // Every object carries the operator's labels, a controller owner reference to the policy (the
 // garbage collector deletes them with it) and kAppliedHashAnnotation, the digest of the body.
@@ -71,24 +72,6 @@ struct Rendered {
 
 Rendered renderDeployment(const v1alpha1::EgressGatewayPolicy& policy, const GatewayShape& shape,
                           int32_t replicas);
-
-// What the ConfigMap's data holds.
-struct GatewayData {
-  std::vector<std::string> egressIPs;
-  std::vector<std::string> destinations;
-  std::vector<std::string> excluded;
-  // "ip@node" per address of a selected pod of the policy's families.
-  std::vector<std::string> sources;
-};
-
-GatewayData gatewayData(const v1alpha1::EgressGatewayPolicy& policy,
-                        const std::vector<ipam::Entry>& ledger,
-                        const std::vector<std::string>& clusterCIDRs,
-                        const std::vector<std::shared_ptr<const core::Pod>>& sourcePods);
-// The ConfigMap's data keys: egress-ips, destination-cidrs, excluded-cidrs, sources, one item
-// per line.
-meta::StringMap configMapData(const GatewayData& data);
-Rendered renderConfigMap(const v1alpha1::EgressGatewayPolicy& policy, const meta::StringMap& data);
 
 Rendered renderPodDisruptionBudget(const v1alpha1::EgressGatewayPolicy& policy, bool policyV1);
 

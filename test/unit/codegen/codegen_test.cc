@@ -55,7 +55,7 @@ TEST(CodegenParserTest, ParsesTheRepositoryTypes) {
     roots.push_back(res.plural + (res.namespaced ? "/ns/" : "/cluster/") + res.shortNames.at(0));
   }
   EXPECT_THAT(roots, ElementsAre("ipampools/cluster/ipp", "egressgatewaypolicies/ns/egp",
-                                 "operatorconfigs/cluster/eoc"));
+                                 "egresspolicyslices/cluster/egps", "operatorconfigs/cluster/eoc"));
   const Struct* toleration = pkg.find("Toleration");
   ASSERT_NE(toleration, nullptr);
   EXPECT_EQ(toleration->fields[1].cppName, "operator_");

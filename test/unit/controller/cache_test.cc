@@ -82,22 +82,93 @@ TEST(StripPod, PodsWithEqualLabelsShareOneLabelBlock) {
   EXPECT_EQ(b.metadata.labels.at("app"), "web");
 }
 
-TEST(GatewayPod, OnlyAReplicaSetOfTheGatewayDeploymentMakesOne) {
-  core::Pod pod = podWithEverything();  // controlled by ReplicaSet web-5d4f
-  pod.metadata.labels.insert_or_assign("pod-template-hash", "5d4f");
-  EXPECT_TRUE(controlledByGatewayReplicaSet(pod, "web"));
-  EXPECT_FALSE(controlledByGatewayReplicaSet(pod, "we")) << "another Deployment's ReplicaSet";
-  pod.metadata.labels.insert_or_assign("pod-template-hash", "0000");
-  EXPECT_FALSE(controlledByGatewayReplicaSet(pod, "web")) << "not the pod's own template";
-  pod.metadata.labels.erase("pod-template-hash");
-  EXPECT_FALSE(controlledByGatewayReplicaSet(pod, "web"));
-  core::Pod bare = podWithEverything();
+// The chain of owners, by uid, from the pod up to the policy. Each link a namespace editor could
+// forge (a name, a label, a hand-made pod, ReplicaSet or Deployment) breaks it.
+TEST(GatewayPod, OnlyTheChainOfOwnerUidsUpToThePolicyProvesOne) {
+  apps::Deployment deployment;
+  deployment.metadata.name = "egw-web";
+  deployment.metadata.namespace_ = "shop";
+  deployment.metadata.uid = "uid-deployment";
+  deployment.metadata.ownerReferences.push_back(
+      {std::string(kApiVersion), std::string(kPolicyKind), "web", "uid-policy", true, true});
+  apps::ReplicaSet rs;
+  rs.metadata.name = "web-5d4f";
+  rs.metadata.namespace_ = "shop";
+  rs.metadata.uid = "uid-1";  // podWithEverything's controller
+  rs.metadata.ownerReferences.push_back(
+      {"apps/v1", "Deployment", "egw-web", "uid-deployment", true, true});
+  const core::Pod pod = podWithEverything();
+  EXPECT_TRUE(provenGateway(pod, &rs, &deployment, "uid-policy"));
+
+  EXPECT_FALSE(provenGateway(pod, &rs, &deployment, "uid-other-policy"))
+      << "a policy re-created under the same name is another policy";
+  EXPECT_FALSE(provenGateway(pod, nullptr, &deployment, "uid-policy")) << "ReplicaSet not seen";
+  EXPECT_FALSE(provenGateway(pod, &rs, nullptr, "uid-policy")) << "Deployment not seen";
+
+  core::Pod bare = pod;
   bare.metadata.ownerReferences.clear();
-  bare.metadata.labels.insert_or_assign("pod-template-hash", "5d4f");
-  EXPECT_FALSE(controlledByGatewayReplicaSet(bare, "web")) << "a labelled pod made by hand";
-  core::Pod job = bare;
-  job.metadata.ownerReferences.push_back({"batch/v1", "Job", "web-5d4f", "uid-3", true, true});
-  EXPECT_FALSE(controlledByGatewayReplicaSet(job, "web"));
+  EXPECT_FALSE(provenGateway(bare, &rs, &deployment, "uid-policy")) << "a pod made by hand";
+  core::Pod named = pod;  // the right ReplicaSet's name, another uid: a copy of it
+  named.metadata.ownerReferences[0].uid = "uid-copy";
+  EXPECT_FALSE(provenGateway(named, &rs, &deployment, "uid-policy"));
+  core::Pod notController = pod;
+  notController.metadata.ownerReferences[0].controller = false;
+  EXPECT_FALSE(provenGateway(notController, &rs, &deployment, "uid-policy"));
+
+  apps::ReplicaSet copiedRs = rs;  // a ReplicaSet made by hand, owned by nothing
+  copiedRs.metadata.ownerReferences.clear();
+  EXPECT_FALSE(provenGateway(pod, &copiedRs, &deployment, "uid-policy"));
+  apps::ReplicaSet otherDeployments = rs;
+  otherDeployments.metadata.ownerReferences[0].uid = "uid-copied-deployment";
+  EXPECT_FALSE(provenGateway(pod, &otherDeployments, &deployment, "uid-policy"));
+
+  apps::Deployment copiedDeployment = deployment;  // owned by nothing, or by another kind
+  copiedDeployment.metadata.ownerReferences.clear();
+  EXPECT_FALSE(provenGateway(pod, &rs, &copiedDeployment, "uid-policy"));
+  copiedDeployment.metadata.ownerReferences.push_back(
+      {"v1", "ConfigMap", "web", "uid-policy", true, true});
+  EXPECT_FALSE(provenGateway(pod, &rs, &copiedDeployment, "uid-policy"));
+
+  apps::Deployment otherGroup = deployment;  // the kind's name in another API group
+  otherGroup.metadata.ownerReferences[0].apiVersion = "example.com/v1";
+  EXPECT_FALSE(provenGateway(pod, &rs, &otherGroup, "uid-policy"));
+  apps::Deployment newerVersion = deployment;  // the policy's API in a later version
+  newerVersion.metadata.ownerReferences[0].apiVersion = "networking.egressgateway.dev/v1";
+  EXPECT_TRUE(provenGateway(pod, &rs, &newerVersion, "uid-policy"));
+
+  apps::ReplicaSet elsewhere = rs;  // owner references never cross namespaces
+  elsewhere.metadata.namespace_ = "evil";
+  EXPECT_FALSE(provenGateway(pod, &elsewhere, &deployment, "uid-policy"));
+}
+
+TEST(StripReplicaSet, KeepsIdentityAndController) {
+  apps::ReplicaSet rs;
+  rs.metadata.name = "egw-web-5d4f";
+  rs.metadata.uid = "uid-rs";
+  rs.metadata.labels = {{"a", "b"}};
+  rs.metadata.annotations = {{"deployment.kubernetes.io/revision", "3"}};
+  rs.metadata.ownerReferences.push_back({"v1", "ConfigMap", "x", "u", false, false});
+  rs.metadata.ownerReferences.push_back({"apps/v1", "Deployment", "egw-web", "u-d", true, true});
+  stripReplicaSet(rs);
+  EXPECT_EQ(rs.metadata.uid, "uid-rs");
+  EXPECT_TRUE(rs.metadata.labels.empty());
+  EXPECT_TRUE(rs.metadata.annotations.empty());
+  ASSERT_EQ(rs.metadata.ownerReferences.size(), 1u);
+  EXPECT_EQ(rs.metadata.ownerReferences[0].uid, "u-d");
+}
+
+// The operator writes the readiness gate; it must see what it wrote to not write it again.
+TEST(StripPod, AGatewayPodKeepsItsReadinessGate) {
+  core::Pod pod = podWithEverything();
+  pod.status.conditions.push_back({std::string(kIPProgrammedCondition), "True"});
+  core::Pod source = pod;
+  pod.metadata.labels.emplace(std::string(kPolicyLabel), "prod");
+  stripPod(pod);
+  ASSERT_EQ(pod.status.conditions.size(), 2u);
+  EXPECT_EQ(pod.status.conditions[1].type, kIPProgrammedCondition);
+  EXPECT_EQ(pod.status.conditions[1].status, "True");
+  stripPod(source);
+  EXPECT_EQ(source.status.conditions.size(), 1u) << "a source pod's is not kept";
 }
 
 // With the agent's readiness gate a gateway pod without an egress IP is never Ready; whether

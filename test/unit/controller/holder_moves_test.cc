@@ -79,18 +79,6 @@ TEST(HolderMoves, EachCandidateTakesOneEntryAndEmptyEntriesAreSkipped) {
   EXPECT_EQ(moves[0].to, "c");
 }
 
-TEST(HolderMoves, ALeaseIsFreshUntilRenewTimePlusItsDuration) {
-  coordination::Lease l;
-  EXPECT_FALSE(agentLeaseFresh(nullptr, kNow));
-  EXPECT_FALSE(agentLeaseFresh(&l, kNow)) << "no renewTime";
-  l.spec.renewTime = kNow - std::chrono::seconds(5);
-  EXPECT_FALSE(agentLeaseFresh(&l, kNow)) << "no duration";
-  l.spec.leaseDurationSeconds = 6;
-  EXPECT_TRUE(agentLeaseFresh(&l, kNow));
-  EXPECT_EQ(agentLeaseExpiry(l), kNow + std::chrono::seconds(1));
-  EXPECT_FALSE(agentLeaseFresh(&l, kNow + std::chrono::seconds(1)));
-}
-
 TEST(HolderMoves, TheSwitchIsOperatorConfigSpecDataplaneAgent) {
   EXPECT_FALSE(agentEnabled(nullptr));
   v1alpha1::OperatorConfig c;

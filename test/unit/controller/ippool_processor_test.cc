@@ -77,7 +77,7 @@ class IPPoolProcessorTest : public ::testing::Test {
     recorder_ = std::make_unique<controllerruntime::EventRecorder>(
         ioc_.get_executor(), *client_, clock_, controllerruntime::EventRecorderOptions{}, nullptr);
     ctx_ = std::make_unique<Context>(
-        Context{*client_, *cache_, allocator_, *recorder_, clock_, metrics_, {}, {}, {}});
+        Context{*client_, *cache_, allocator_, *recorder_, clock_, metrics_, agents_, {}, {}, {}});
   }
 
   ~IPPoolProcessorTest() override {
@@ -146,6 +146,7 @@ class IPPoolProcessorTest : public ::testing::Test {
   std::unique_ptr<Cache> cache_;
   ipam::Allocator allocator_;
   Metrics metrics_{nullptr};
+  Agents agents_;
   std::unique_ptr<controllerruntime::EventRecorder> recorder_;
   std::unique_ptr<Context> ctx_;
   std::set<std::string> gone_;
@@ -190,6 +191,54 @@ TEST_F(IPPoolProcessorTest, APodGoneBeforeItsPatchHoldsNothing) {
   const auto status = desiredStatus(i, meta::Time(std::chrono::seconds(1'800'000'000)));
   ASSERT_EQ(status.gateways.size(), 1u);
   EXPECT_EQ(status.gateways[0].pod, "");
+}
+
+// Scaled down, an address leaves the ledger at once but stays held while a live agent still
+// answers for it (another policy's holder must not take it before that agent lets go); once its
+// report no longer lists it, the next commit frees it.
+TEST_F(IPPoolProcessorTest, AnAddressALiveAgentStillAnswersForIsNotFreed) {
+  auto two = testing::policyInfo(1, 2);
+  two.poolName = "pool";
+  two.pool = cache_->pool("pool");
+  testing::addDeployment(two, 2, 2);
+  addPod(two, "gw-a", 10);
+  addPod(two, "gw-b", 11);
+  ASSERT_TRUE(process(two).isDone());
+  ASSERT_EQ(two.assignment->entries.size(), 2u);
+  const auto second = two.assignment->entries[1].front();
+  ASSERT_EQ(ctx_->allocator.holderOf(second), "ns/p");
+
+  coordination::Lease lease;
+  lease.metadata.name = "egw-agent-node-gw-b";
+  lease.spec.holderIdentity = "node-gw-b";
+  lease.spec.renewTime = meta::Time(std::chrono::seconds(1'800'000'000));
+  lease.spec.leaseDurationSeconds = 6;
+  lease.metadata.annotations[std::string(kProgrammedAnnotation)] = second.toString();
+  agents_.observe(lease, clock_.now());
+
+  auto scaledDown = [&] {
+    auto one = testing::policyInfo(2, 1);
+    one.poolName = "pool";
+    one.pool = cache_->pool("pool");
+    one.current->status = two.current->status;
+    testing::addDeployment(one, 1, 1);
+    addPod(one, "gw-a", 10);
+    one.egressPods["gw-a"].egressIPs = two.egressPods["gw-a"].egressIPs;
+    return one;
+  };
+  auto one = scaledDown();
+  ASSERT_TRUE(process(one).isDone());
+  EXPECT_EQ(one.assignment->entries.size(), 1u);
+  EXPECT_EQ(ctx_->allocator.holderOf(second), "ns/p") << "freed while node-gw-b answers for it";
+
+  // The agent let go (its view no longer lists the address): freed.
+  lease.spec.renewTime = meta::Time(std::chrono::seconds(1'800'000'002));
+  lease.metadata.annotations[std::string(kProgrammedAnnotation)] = "";
+  agents_.observe(lease, clock_.now());
+  auto again = scaledDown();
+  again.current = one.current;
+  ASSERT_TRUE(process(again).isDone());
+  EXPECT_EQ(ctx_->allocator.holderOf(second), "");
 }
 
 }  // namespace

@@ -2,17 +2,37 @@
 //
 // The reconcile's view of one policy (EgressGatewayPolicyInfo) as the processors' tests build it:
 // policy ns/p with the gateway image set, its Deployment, and its gateway pods, each test adding
-// only what it is about.
+// only what it is about; and the policy and ledger entries the rendering tests start from.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pkg/controller/controller.h"
 
 namespace egress::controller::testing {
+
+// Policy team-a/billing (uid-1) of IP family `family`, nothing else set.
+inline v1alpha1::EgressGatewayPolicy billingPolicy(const std::string& family = "IPv4") {
+  v1alpha1::EgressGatewayPolicy p;
+  p.metadata.name = "billing";
+  p.metadata.namespace_ = "team-a";
+  p.metadata.uid = "uid-1";
+  p.spec.egressIP.ipFamily = family;
+  return p;
+}
+
+// A ledger entry of the given addresses.
+inline ipam::Entry entry(const std::vector<std::string>& texts) {
+  ipam::Entry e;
+  for (const auto& t : texts) {
+    e.push_back(*ipam::parseAddress(t));
+  }
+  return e;
+}
 
 // Policy ns/p (resourceVersion 5) at `generation` with `replicas` gateways from IPAMPool "pool";
 // no ledger, pool, Deployment or pods in the info.

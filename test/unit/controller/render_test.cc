@@ -5,37 +5,17 @@
 #include <rapidjson/document.h>
 
 #include "pkg/controller/names.h"
+#include "test/unit/controller/policy_info_builder.h"
 
 namespace egress::controller {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::entry;
 using ::testing::HasSubstr;
 
 v1alpha1::EgressGatewayPolicy policy(const std::string& family = "IPv4") {
-  v1alpha1::EgressGatewayPolicy p;
-  p.metadata.name = "billing";
-  p.metadata.namespace_ = "team-a";
-  p.metadata.uid = "uid-1";
-  p.spec.egressIP.ipFamily = family;
-  return p;
-}
-
-std::shared_ptr<const core::Pod> pod(const std::string& name, const std::string& node,
-                                     std::vector<std::string> ips) {
-  auto p = std::make_shared<core::Pod>();
-  p->metadata.name = name;
-  p->spec.nodeName = node;
-  p->status.podIPs = std::move(ips);
-  return p;
-}
-
-ipam::Entry entry(const std::vector<std::string>& texts) {
-  ipam::Entry e;
-  for (const auto& t : texts) {
-    e.push_back(*ipam::parseAddress(t));
-  }
-  return e;
+  return testing::billingPolicy(family);
 }
 
 rapidjson::Document parse(const std::string& body) {
@@ -176,28 +156,22 @@ TEST(Render, ThePolicysGatewaySettingsWinOverTheOperatorConfigsDefaults) {
   EXPECT_EQ(gatewayShape(policy(), nullptr).replicas, 2);
 }
 
-TEST(Render, TheConfigMapListsSortedAddressesDestinationsExclusionsAndSourcesWithNodes) {
+// Restricted Pod Security admits the gateway pods: they hold nothing but their place.
+TEST(Render, TheGatewayPodRunsWithoutAnyPrivilege) {
   auto p = policy();
-  p.spec.destinationCIDRs = {"192.0.2.0/24", "2001:db8::/64", "10.1.0.0/16"};
-  p.spec.excludedCIDRs = {"192.0.2.8/29"};
-  auto d = gatewayData(p, {entry({"203.0.113.9"}), entry({"203.0.113.2"})},
-                       {"10.244.0.0/16", "fd00::/48"},
-                       {pod("b", "n2", {"10.244.2.7", "fd00::7"}), pod("a", "n1", {"10.244.1.5"}),
-                        pod("pending", "", {})});
-  EXPECT_THAT(d.egressIPs, ElementsAre("203.0.113.2", "203.0.113.9"));
-  // IPv4 policy: the IPv6 destination and exclusion are not its family.
-  EXPECT_THAT(d.destinations, ElementsAre("10.1.0.0/16", "192.0.2.0/24"));
-  EXPECT_THAT(d.excluded, ElementsAre("10.244.0.0/16", "192.0.2.8/29"));
-  EXPECT_THAT(d.sources, ElementsAre("10.244.1.5@n1", "10.244.2.7@n2"));
-  auto data = configMapData(d);
-  EXPECT_EQ(data.at("sources"), "10.244.1.5@n1\n10.244.2.7@n2\n");
-  EXPECT_EQ(data.at("egress-ips"), "203.0.113.2\n203.0.113.9\n");
-}
-
-TEST(Render, NoDestinationsMeansTheWholeFamilyMinusTheCluster) {
-  auto d = gatewayData(policy("DualStack"), {}, {"10.96.0.0/12"}, {});
-  EXPECT_THAT(d.destinations, ElementsAre("0.0.0.0/0", "::/0"));
-  EXPECT_THAT(d.excluded, ElementsAre("10.96.0.0/12"));
+  v1alpha1::OperatorConfig config;
+  config.spec.gatewayImage = "img:1";
+  auto d = parse(renderDeployment(p, gatewayShape(p, &config), 1).body);
+  const auto& pod = d["spec"]["template"]["spec"];
+  EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].GetBool());
+  EXPECT_EQ(pod["securityContext"]["runAsUser"].GetInt64(), 65532);
+  EXPECT_STREQ(pod["securityContext"]["seccompProfile"]["type"].GetString(), "RuntimeDefault");
+  EXPECT_FALSE(pod["automountServiceAccountToken"].GetBool());
+  const auto& c = pod["containers"][0]["securityContext"];
+  EXPECT_FALSE(c["allowPrivilegeEscalation"].GetBool());
+  EXPECT_TRUE(c["readOnlyRootFilesystem"].GetBool());
+  ASSERT_EQ(c["capabilities"]["drop"].Size(), 1u);
+  EXPECT_STREQ(c["capabilities"]["drop"][0].GetString(), "ALL");
 }
 
 TEST(Render, TheBudgetUsesTheServersPolicyVersion) {

@@ -1,6 +1,7 @@
 #include "pkg/dataplane/desired_state.h"
 
 #include <algorithm>
+#include <map>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,7 +18,7 @@ using ::testing::Not;
 
 using testing::cidr;
 using testing::ip;
-using testing::kNow;
+using testing::setLive;
 using testing::topology;
 
 DataplaneConfig config() {
@@ -41,12 +42,28 @@ std::vector<std::string> lines(const std::vector<T>& items) {
   return out;
 }
 
-void setLease(ClusterView& v, const std::string& node, meta::Time renewed) {
-  for (auto& l : v.leases) {
-    if (l.node == node) {
-      l.renewTime = renewed;
+// Each source's egress IP in `s`'s first policy and family (the refuse mark: no entry).
+std::map<ipam::Address, ipam::Address> picksOf(const DesiredState& s) {
+  std::map<ipam::Address, ipam::Address> out;
+  std::map<uint32_t, ipam::Address> byMark;
+  for (const auto& e : s.kernel.nft.egressIPs) {
+    byMark[e.mark] = e.ip;
+  }
+  for (const auto& pick : s.kernel.nft.policies[0].picks[0]) {
+    if (auto it = byMark.find(pick.mark); it != byMark.end()) {
+      out[pick.source] = it->second;
     }
   }
+  return out;
+}
+
+// Sources 10.244.3.2 .. 10.244.3.59, all on n3.
+std::vector<SourceView> manySources() {
+  std::vector<SourceView> out;
+  for (int i = 2; i < 60; ++i) {
+    out.push_back({ip(("10.244.3." + std::to_string(i)).c_str()), "n3"});
+  }
+  return out;
 }
 
 TEST(DesiredState, SourceNodeRoutesThroughTheTunnelToTheHolder) {
@@ -83,7 +100,6 @@ TEST(DesiredState, HolderSnatsHoldsByProxyArpAndRoutesRepliesBack) {
   for (const auto& r : s.kernel.routes) {
     EXPECT_THAT(r.toString(), Not(HasSubstr("10.244.1.2"))) << "local pod in the reply table";
   }
-  EXPECT_EQ(s.readyPods, std::vector<std::string>{"default/egw-web-a"});
 }
 
 TEST(DesiredState, SymmetricReplyOff) {
@@ -99,7 +115,7 @@ TEST(DesiredState, SymmetricReplyOff) {
 
 TEST(DesiredState, FailsClosedWhenTheHoldersLeaseIsStale) {
   auto v = topology("n3");
-  setLease(v, "n1", kNow - std::chrono::seconds(6));  // renewed exactly a duration ago: stale
+  setLive(v, "n1", false);
   auto s = compute(v);
   EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0x1/0xff lookup 7001"));
   for (const auto& r : s.kernel.routes) {
@@ -107,13 +123,13 @@ TEST(DesiredState, FailsClosedWhenTheHoldersLeaseIsStale) {
       EXPECT_EQ(r.type, Route::Type::kUnreachable) << r.toString();
     }
   }
-  // The pod is still classified (its packets take the unreachable table), never left alone.
-  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0x1\n"));
+  // The pod is still classified (its packets take the refuse table), never left alone.
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0xfe\n"));
 }
 
-TEST(DesiredState, FailsClosedWithoutAGatewayPod) {
+TEST(DesiredState, FailsClosedWithoutAHolder) {
   auto v = topology("n3");
-  v.gateways.clear();
+  v.policies[0].slots[0].node.clear();
   auto s = compute(v);
   int routes7001 = 0;
   for (const auto& r : s.kernel.routes) {
@@ -123,14 +139,17 @@ TEST(DesiredState, FailsClosedWithoutAGatewayPod) {
     }
   }
   EXPECT_EQ(routes7001, 1);
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0xfe\n"));
+  auto holder = v;
+  holder.self = "n1";
+  EXPECT_TRUE(compute(holder).held.empty());
 }
 
 TEST(DesiredState, AnAgentThatCannotRenewWithdrawsWhatItHolds) {
   auto v = topology("n1");
-  setLease(v, "n1", kNow - std::chrono::seconds(7));
+  setLive(v, "n1", false);
   auto s = compute(v);
   EXPECT_TRUE(s.held.empty());
-  EXPECT_TRUE(s.readyPods.empty());
   for (const auto& n : s.kernel.neighbours) {
     EXPECT_FALSE(n.proxy) << n.toString();
   }
@@ -145,27 +164,30 @@ TEST(DesiredState, MissingLeaseCountsAsStale) {
   auto s = compute(v);
   EXPECT_THAT(lines(s.kernel.routes), Not(Contains("0.0.0.0/0 via 192.168.50.11 dev egw0 onlink "
                                                    "table 7001 metric 0")));
+  auto self = topology("n1");
+  self.leases.erase(self.leases.begin());
+  EXPECT_TRUE(compute(self).held.empty());
 }
 
-TEST(DesiredState, TerminatingGatewayHoldsNothingAndReadyCandidateWins) {
-  auto v = topology("n3");
-  v.gateways = {{"default/egw-web-a", "n1", {ip("192.168.50.200")}, true, true},
-                {"default/egw-web-b", "n2", {ip("192.168.50.200")}, false, false}};
-  auto s = compute(v);
-  EXPECT_THAT(lines(s.kernel.routes),
-              Contains("0.0.0.0/0 via 192.168.50.12 dev egw0 onlink table 7001 metric 0"));
-  // Two live pods claim the IP while the operator moves it: every agent picks the Ready one.
-  v.gateways = {{"default/egw-web-a", "n1", {ip("192.168.50.200")}, false, false},
-                {"default/egw-web-b", "n2", {ip("192.168.50.200")}, true, false}};
-  s = compute(v);
-  EXPECT_THAT(lines(s.kernel.routes),
+// The holder is the node the operator named in the slot, never another one (not even a live
+// node that ran the gateway pod before), and that node holds it only while its agent is fresh.
+TEST(DesiredState, ASlotIsHeldOnlyByTheNodeItNamesAndOnlyWhileThatAgentIsFresh) {
+  auto v = topology("n1");
+  v.policies[0].slots[0].node = "n2";
+  auto onN1 = compute(v);
+  EXPECT_TRUE(onN1.held.empty());
+  EXPECT_THAT(onN1.kernel.nft.toString(), Not(HasSubstr("held")));
+  EXPECT_THAT(lines(onN1.kernel.neighbours), Not(Contains("proxy 192.168.50.200 dev eth0")));
+  EXPECT_THAT(lines(onN1.kernel.routes),
               Contains("0.0.0.0/0 via 192.168.50.12 dev egw0 onlink table 7001 metric 0"));
   auto onN2 = v;
   onN2.self = "n2";
   EXPECT_EQ(compute(onN2).held, std::vector<ipam::Address>{ip("192.168.50.200")});
-  auto onN1 = v;
-  onN1.self = "n1";
-  EXPECT_TRUE(compute(onN1).held.empty());
+  setLive(onN2, "n2", false);
+  auto fenced = compute(onN2);
+  EXPECT_TRUE(fenced.held.empty());
+  EXPECT_THAT(lines(fenced.kernel.neighbours), Not(Contains("proxy 192.168.50.200 dev eth0")));
+  EXPECT_THAT(fenced.kernel.nft.toString(), Not(HasSubstr("held")));
 }
 
 TEST(DesiredState, DestinationsAndExclusionsPerFamily) {
@@ -196,11 +218,10 @@ TEST(DesiredState, NestedPrefixesCollapseIntoTheOutermost) {
 TEST(DesiredState, IPv6EgressThroughTheTunnelByLinkLocalNextHop) {
   auto v = topology("n3");
   auto& p = v.policies[0];
-  p.egressIPs = {ip("fd00:50::200")};
+  p.slots = {{{ip("fd00:50::200")}, "n1", "egw-web-a", "uid-egw-web-a"}};
   p.destinations = {cidr("fd00:50::100/120")};
   p.excluded = {cidr("fd00:244::/32")};
   p.sources = {{ip("fd00:244:3::2"), "n3"}};
-  v.gateways = {{"default/egw-web-a", "n1", {ip("fd00:50::200")}, false, false}};
   auto s = compute(v);
   const auto n1Mac = tunnelMac(ip("192.168.50.11"));
   const auto nh = linkLocal(n1Mac).toString();
@@ -222,58 +243,28 @@ TEST(DesiredState, IPv6EgressThroughTheTunnelByLinkLocalNextHop) {
   EXPECT_THAT(lines(h.kernel.rules), Contains("ipv6 pref 100 fwmark 0xff/0xff lookup 7000"));
 }
 
-TEST(DesiredState, DualStackHolderHoldsOneOfEachAndIsReadyOnlyWithBoth) {
-  auto v = topology("n1");
-  auto& p = v.policies[0];
-  p.egressIPs = {ip("192.168.50.200"), ip("fd00:50::200")};
-  p.destinations.push_back(cidr("fd00:50::100/120"));
-  p.sources.push_back({ip("fd00:244:3::2"), "n3"});
-  v.gateways = {
-      {"default/egw-web-a", "n1", {ip("192.168.50.200"), ip("fd00:50::200")}, false, false}};
+TEST(DesiredState, DualStackHolderHoldsOneOfEach) {
+  auto v = testing::dualStackTopology("n1");
   auto s = compute(v);
   EXPECT_EQ(s.held, (std::vector<ipam::Address>{ip("192.168.50.200"), ip("fd00:50::200")}));
-  EXPECT_EQ(s.readyPods, std::vector<std::string>{"default/egw-web-a"});
   auto t = s.kernel.nft.toString();
   // Each family picks among its own egress IPs.
   EXPECT_THAT(t, HasSubstr("nft default/web pick 10.244.3.2 mark 0x1\n"));
   EXPECT_THAT(t, HasSubstr("nft default/web pick fd00:244:3::2 mark 0x2\n"));
-  // One of the pair held by another pod elsewhere: this pod is not ready.
-  v.gateways.push_back({"default/egw-web-b", "n2", {ip("fd00:50::200")}, true, false});
-  s = compute(v);
-  EXPECT_EQ(s.held, std::vector<ipam::Address>{ip("192.168.50.200")});
-  EXPECT_TRUE(s.readyPods.empty());
 }
 
 TEST(DesiredState, PodKeepsItsEgressIPWhenAnotherLeavesTheLedger) {
   auto v = topology("n3");
   auto& p = v.policies[0];
-  p.egressIPs = {ip("192.168.50.200"), ip("192.168.50.201"), ip("192.168.50.202")};
-  p.sources.clear();
-  for (int i = 2; i < 60; ++i) {
-    p.sources.push_back({ip(("10.244.3." + std::to_string(i)).c_str()), "n3"});
-  }
-  v.gateways = {{"default/egw-web-a", "n1", {ip("192.168.50.200")}, false, false},
-                {"default/egw-web-b", "n2", {ip("192.168.50.201")}, false, false},
-                {"default/egw-web-c", "n2", {ip("192.168.50.202")}, false, false}};
-  auto pickOf = [](const DesiredState& s) {
-    std::map<ipam::Address, ipam::Address> out;
-    std::map<uint32_t, ipam::Address> byMark;
-    for (const auto& e : s.kernel.nft.egressIPs) {
-      byMark[e.mark] = e.ip;
-    }
-    for (const auto& pick : s.kernel.nft.policies[0].picks[0]) {
-      out[pick.source] = byMark.at(pick.mark);
-    }
-    return out;
-  };
-  auto before = pickOf(compute(v));
-  // A holder going away does not move anyone (its pods fail closed until the IP moves).
-  auto noB = v;
-  noB.gateways.erase(noB.gateways.begin() + 1);
-  EXPECT_EQ(pickOf(compute(noB)), before);
+  p.slots = {{{ip("192.168.50.200")}, "n1", "", ""},
+             {{ip("192.168.50.201")}, "n2", "", ""},
+             {{ip("192.168.50.202")}, "n2", "", ""}};
+  p.sources = manySources();
+  auto before = picksOf(compute(v));
+  ASSERT_EQ(before.size(), p.sources.size());
   // The IP leaving the ledger moves only its own pods.
-  p.egressIPs.erase(p.egressIPs.begin() + 1);
-  auto after = pickOf(compute(v));
+  p.slots.erase(p.slots.begin() + 1);
+  auto after = picksOf(compute(v));
   int moved = 0;
   for (const auto& [src, e] : before) {
     if (e == ip("192.168.50.201")) {
@@ -286,9 +277,41 @@ TEST(DesiredState, PodKeepsItsEgressIPWhenAnotherLeavesTheLedger) {
   EXPECT_GT(moved, 0);
 }
 
+// Replicas 2, one holder dead: every source leaves with the live address (before, the pods
+// hashed onto the dead holder's address were refused, about half of them), and only those move.
+TEST(DesiredState, OneOfTwoHoldersDeadEverySourcePicksTheLiveIP) {
+  auto v = topology("n3");
+  auto& p = v.policies[0];
+  p.slots = {{{ip("192.168.50.200")}, "n1", "", ""}, {{ip("192.168.50.201")}, "n2", "", ""}};
+  p.sources = manySources();
+  auto before = picksOf(compute(v));
+  setLive(v, "n2", false);
+  auto s = compute(v);
+  auto after = picksOf(s);
+  ASSERT_EQ(after.size(), p.sources.size()) << "some sources were refused";
+  int moved = 0;
+  for (const auto& [src, e] : after) {
+    EXPECT_EQ(e, ip("192.168.50.200")) << src;
+    moved += before.at(src) != e ? 1 : 0;
+  }
+  EXPECT_GT(moved, 0);
+  EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("mark 0xfe\n")));
+  // The holder SNATs every one of them (it computes the same picks).
+  auto holder = v;
+  holder.self = "n1";
+  auto h = compute(holder);
+  EXPECT_EQ(h.held, std::vector<ipam::Address>{ip("192.168.50.200")});
+  EXPECT_EQ(picksOf(h), after);
+  // No holder named at all for the second slot: the same.
+  auto unnamed = topology("n3");
+  unnamed.policies[0] = p;
+  unnamed.policies[0].slots[1].node.clear();
+  EXPECT_EQ(picksOf(compute(unnamed)), after);
+}
+
 TEST(DesiredState, PolicyWithoutEgressIPsRefusesItsPods) {
   auto v = topology("n3");
-  v.policies[0].egressIPs.clear();
+  v.policies[0].slots.clear();
   auto s = compute(v);
   const uint32_t refuse = s.kernel.nft.refuseMark;
   EXPECT_EQ(refuse, 0xfeU);
@@ -298,16 +321,44 @@ TEST(DesiredState, PolicyWithoutEgressIPsRefusesItsPods) {
               Contains("unreachable 0.0.0.0/0 table 7254 metric 4294967295"));
 }
 
-TEST(DesiredState, EgressIPInTwoPoliciesBelongsToTheFirst) {
-  auto v = topology("n3");
+// Any namespace may ask for an address: a first-come (or first-in-key-order) rule would let a
+// forged policy win one. Two claims: nobody holds it, every pod of either is refused.
+TEST(DesiredState, EgressIPInTwoPoliciesIsHeldByNeither) {
+  auto v = topology("n1");
   auto other = v.policies[0];
-  other.key = "other/api";
+  other.key = "a/forged";  // sorts before default/web
+  other.uid = "uid-forged";
   other.sources = {{ip("10.244.3.9"), "n3"}};
   v.policies.push_back(other);
   auto s = compute(v);
   ASSERT_EQ(s.problems.size(), 1U);
-  EXPECT_THAT(s.problems[0], HasSubstr("other/api"));
-  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft other/api pick 10.244.3.9 mark 0xfe\n"));
+  EXPECT_THAT(s.problems[0], HasSubstr("192.168.50.200"));
+  EXPECT_THAT(s.problems[0], HasSubstr("a/forged"));
+  EXPECT_THAT(s.problems[0], HasSubstr("default/web"));
+  EXPECT_TRUE(s.held.empty());
+  EXPECT_THAT(lines(s.kernel.neighbours), Not(Contains("proxy 192.168.50.200 dev eth0")));
+  const auto t = s.kernel.nft.toString();
+  EXPECT_THAT(t, Not(HasSubstr("nft eip 192.168.50.200")));
+  EXPECT_THAT(t, HasSubstr("nft a/forged pick 10.244.3.9 mark 0xfe\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web pick 10.244.3.2 mark 0xfe\n"));
+  // The same key under another uid (a policy deleted and re-created) is another policy too.
+  other.key = "default/web";
+  v.policies[1] = other;
+  s = compute(v);
+  EXPECT_TRUE(s.held.empty());
+  EXPECT_EQ(s.problems.size(), 1U);
+}
+
+TEST(DesiredState, EgressIPInTwoSlotsIsHeldByNeitherNode) {
+  auto v = topology("n1");
+  v.policies[0].slots.push_back({{ip("192.168.50.200")}, "n2", "egw-web-b", "uid-egw-web-b"});
+  auto s = compute(v);
+  EXPECT_TRUE(s.held.empty());
+  ASSERT_EQ(s.problems.size(), 1U);
+  EXPECT_THAT(s.problems[0], HasSubstr("2 slots of default/web"));
+  auto onN2 = v;
+  onN2.self = "n2";
+  EXPECT_TRUE(compute(onN2).held.empty());
 }
 
 TEST(DesiredState, MarksFollowTheConfiguredMask) {
@@ -324,7 +375,8 @@ TEST(DesiredState, MoreEgressIPsThanMarksAreReported) {
   c.markMask = 0x7;  // indices 1..5 for egress IPs, 6 refuse, 7 reply
   auto v = topology("n3");
   for (int i = 201; i < 210; ++i) {
-    v.policies[0].egressIPs.push_back(ip(("192.168.50." + std::to_string(i)).c_str()));
+    v.policies[0].slots.push_back(
+        {{ip(("192.168.50." + std::to_string(i)).c_str())}, "n2", "", ""});
   }
   auto s = compute(v, c);
   EXPECT_EQ(s.kernel.nft.egressIPs.size(), 5U);
@@ -370,7 +422,8 @@ TEST(DesiredState, InputOrderDoesNotMatter) {
   auto a = topology("n1");
   a.policies.push_back(a.policies[0]);
   a.policies[1].key = "b/second";
-  a.policies[1].egressIPs = {ip("192.168.50.210")};
+  a.policies[1].uid = "uid-second";
+  a.policies[1].slots = {{{ip("192.168.50.210")}, "n2", "", ""}};
   auto b = a;
   std::reverse(b.nodes.begin(), b.nodes.end());
   std::reverse(b.policies.begin(), b.policies.end());

@@ -127,7 +127,7 @@ TEST_F(LinkApplierTest, ReleasingTheEgressIPsRemovesOnlyTheirProxyEntries) {
   LinkApplier links;
   ASSERT_TRUE(links.apply(desired("n1").kernel).ok());
   auto v = dualStackTopology("n1");
-  v.gateways.clear();
+  v.policies[0].slots[0].node.clear();
   auto released = testing::desiredOf(v);
   auto changes = links.apply(released.kernel);
   ASSERT_TRUE(changes.ok()) << changes.error();
@@ -189,7 +189,7 @@ TEST_F(LinkApplierTest, TheHolderAnswersArpAndNdpForItsEgressIPs) {
   EXPECT_THAT(resolve("fd00:50::200"), HasSubstr(lladdr));
   // Without the proxy entries nothing answers: resolution ends FAILED.
   auto v = dualStackTopology("n1");
-  v.gateways.clear();
+  v.policies[0].slots[0].node.clear();
   ASSERT_TRUE(links.apply(testing::desiredOf(v).kernel).ok());
   sh("ip -n ext neigh flush dev ext0");
   const auto unanswered = resolve("192.168.50.200");

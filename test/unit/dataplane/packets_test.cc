@@ -61,8 +61,8 @@ int program(const std::string& node, ClusterView v) {
   return changes;
 }
 
-// The §3 cluster, dual-stack: p3 is selected in both families, the gateway pod on n1 holds
-// 192.168.50.200 and fd00:50::200.
+// The §3 cluster, dual-stack: p3 is selected in both families, n1 holds 192.168.50.200 and
+// fd00:50::200.
 ClusterView cluster() {
   return testing::dualStackTopology("n1");
 }
@@ -123,7 +123,7 @@ TEST_F(PacketsTest, ReplyingThroughTheTunnelSurvivesStrictRpFilter) {
 
 TEST_F(PacketsTest, WithNoHolderTheConnectionFailsAndTheServerNeverSeesANodeOrPod) {
   auto v = cluster();
-  v.gateways.clear();
+  v.policies[0].slots[0].node.clear();
   programAll(v);
   sh(": > /tmp/egw-echo-peers.log");
   EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("error:"));  // T9
@@ -170,11 +170,9 @@ TEST_F(PacketsTest, ANodeThatNoLongerHoldsTheIPDropsTunnelTrafficRatherThanSendI
   // on into the tunnel: the forward chain drops tunnel to tunnel), and the policy gone from n1's
   // view altogether (nothing classifies it: the guard drops it).
   auto moved = cluster();
-  moved.gateways[0].node = "n2";
-  moved.gateways[0].key = "default/egw-web-b";
+  moved.policies[0].slots[0].node = "n2";
   auto gone = cluster();
   gone.policies.clear();
-  gone.gateways.clear();
   for (const auto& [why, view] : {std::pair{"moved", moved}, std::pair{"gone", gone}}) {
     program("n1", view);
     sh(": > /tmp/egw-echo-peers.log");
@@ -196,8 +194,8 @@ TEST_F(PacketsTest, ANodeThatNoLongerHoldsTheIPDropsTunnelTrafficRatherThanSendI
 }
 
 TEST_F(PacketsTest, TheIPMovesToAnotherNodeAndNewConnectionsSeeItThere) {
-  // T7 without the agents: n1 is cut off, its gateway pod's IP is annotated on n2's pod, every
-  // node is re-programmed and n2 announces (GARP), so ext's neighbour entry moves at once. T8: a
+  // T7 without the agents: n1 is cut off, the operator names n2 in the IP's slot, every node is
+  // re-programmed and n2 announces (GARP), so ext's neighbour entry moves at once. T8: a
   // connection open across the move keeps its address and port (ports preserved, conntrack
   // picks it up mid-stream on n2).
   ASSERT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
@@ -206,8 +204,7 @@ TEST_F(PacketsTest, TheIPMovesToAnotherNodeAndNewConnectionsSeeItThere) {
   sh("for i in $(seq 50); do [ -s /run/netns/held.out ] && break; sleep 0.1; done");
   sh("ip -n ul link set v-n1 down");
   auto v = cluster();
-  v.gateways[0].node = "n2";
-  v.gateways[0].key = "default/egw-web-b";
+  v.policies[0].slots[0].node = "n2";
   const auto moved = std::chrono::steady_clock::now();
   programAll(v);
   EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
@@ -238,7 +235,7 @@ TEST_F(PacketsTest, IPv6PassesTheSameChecks) {
   EXPECT_THAT(connect("p3", "fd00:50::101"), StartsWith("fd00:50::13:"));  // excluded
   EXPECT_THAT(connect("p3", "fd00:50::100", "bulk"), HasSubstr("\nbulk ok"));
   auto v = cluster();
-  v.gateways.clear();
+  v.policies[0].slots[0].node.clear();
   programAll(v);
   sh(": > /tmp/egw-echo-peers.log");
   EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("error:"));

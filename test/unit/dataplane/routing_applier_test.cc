@@ -81,7 +81,7 @@ TEST_F(RoutingApplierTest, TakeoverAndFailClosedChangeOnlyTheDifference) {
   ASSERT_TRUE(first.ok()) << first.error();
   // The holder's Lease goes stale: only the via routes go, the unreachable ones stay.
   auto v = testing::dualStackTopology("n3");
-  v.leases[0].renewTime = testing::kNow - std::chrono::seconds(10);
+  testing::setLive(v, "n1", false);
   DataplaneConfig c;
   c.uplink = "eth0";
   auto closed = *computeDesiredState(v, c);

@@ -2,10 +2,10 @@
 //
 // The cluster of dataplane.md §3 as a ClusterView, for the data plane's tests: three nodes on
 // 192.168.50.0/24 (dual-stack InternalIPs), policy default/web selecting p1@n1 and p3@n3, its
-// egress IP .200 held by the gateway pod on n1, every agent Lease fresh.
+// one slot with egress IP .200 held by n1 (its gateway pod egw-web-a), every agent live. Tests
+// change the values (a holder, a liveness) instead of faking informers and clocks.
 #pragma once
 
-#include <chrono>
 #include <string>
 
 #include "pkg/dataplane/cluster_view.h"
@@ -19,40 +19,45 @@ inline ipam::Prefix cidr(const char* text) {
   return *ipam::parseAddressOrCIDR(text);
 }
 
-inline const meta::Time kNow = meta::Time{} + std::chrono::hours(1000);
-
 inline ClusterView topology(const std::string& self) {
   ClusterView v;
   v.self = self;
-  v.now = kNow;
   v.nodes = {{"n1", ip("192.168.50.11"), ip("fd00:50::11")},
              {"n2", ip("192.168.50.12"), ip("fd00:50::12")},
              {"n3", ip("192.168.50.13"), ip("fd00:50::13")}};
   PolicyView p;
   p.key = "default/web";
-  p.egressIPs = {ip("192.168.50.200")};
+  p.uid = "uid-web";
+  p.slots = {{{ip("192.168.50.200")}, "n1", "egw-web-a", "uid-egw-web-a"}};
   p.destinations = {cidr("192.168.50.96/28")};
   p.excluded = {cidr("10.244.0.0/16"), cidr("192.168.50.101/32")};
   p.sources = {{ip("10.244.1.2"), "n1"}, {ip("10.244.3.2"), "n3"}};
   v.policies = {p};
-  v.gateways = {{"default/egw-web-a", "n1", {ip("192.168.50.200")}, false, false}};
   for (const char* n : {"n1", "n2", "n3"}) {
-    v.leases.push_back({n, kNow - std::chrono::seconds(1), std::chrono::seconds(6)});
+    v.leases.push_back({n, true});
   }
   return v;
 }
 
-// The same cluster dual-stack: the gateway pod on n1 holds 192.168.50.200 and fd00:50::200.
+// Marks `node`'s agent live or not (this node's own entry: whether this agent is fresh).
+inline void setLive(ClusterView& v, const std::string& node, bool fresh) {
+  for (auto& l : v.leases) {
+    if (l.node == node) {
+      l.fresh = fresh;
+    }
+  }
+}
+
+// The same cluster dual-stack: n1 holds the slot's 192.168.50.200 and fd00:50::200.
 inline ClusterView dualStackTopology(const std::string& self) {
   auto v = topology(self);
   auto& p = v.policies[0];
-  p.egressIPs.push_back(ip("fd00:50::200"));
+  p.slots[0].ips.push_back(ip("fd00:50::200"));
   p.destinations.push_back(cidr("0.0.0.0/0"));
   p.destinations.push_back(cidr("fd00:50::/64"));
   p.excluded.push_back(cidr("fd00:244::/32"));
   p.excluded.push_back(cidr("fd00:50::101/128"));
   p.sources.push_back({ip("fd00:244:3::2"), "n3"});
-  v.gateways[0].egressIPs = p.egressIPs;
   return v;
 }
 

@@ -3,6 +3,7 @@
 // PUTs back the object it read with only the spec replaced, and how API errors come back.
 #include "pkg/leaderelection/kube_lease_lock.h"
 
+#include <functional>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -158,11 +159,10 @@ TEST_F(KubeLeaseLockTest, ReleasedRecordWritesAnEmptyHolder) {
   EXPECT_THAT(server.requests()[1].body, HasSubstr(R"("leaseTransitions":4})"));
 }
 
-// §3.3: NotFound on get; create POSTs a new Lease (with the lock's labels) to the collection;
-// labels are merged into an existing object's on update, the others kept.
-TEST_F(KubeLeaseLockTest, CreatesWhenAbsentAndMergesLabels) {
-  bool exists = false;
-  FakeApiServer server(ioc_, [&](const FakeRequest& req) {
+// A server without the Lease until it is POSTed (`exists` then set): GET answers 404 before,
+// the POST resourceVersion 1, every later write 2.
+std::function<FakeResponse(const FakeRequest&)> absentUntilCreated(bool& exists) {
+  return [&exists](const FakeRequest& req) {
     FakeResponse r;
     if (req.method == "GET" && !exists) {
       r.status = 404;
@@ -175,7 +175,14 @@ TEST_F(KubeLeaseLockTest, CreatesWhenAbsentAndMergesLabels) {
       r.body = withResourceVersion(req.body, "2");
     }
     return r;
-  });
+  };
+}
+
+// §3.3: NotFound on get; create POSTs a new Lease (with the lock's labels) to the collection;
+// labels are merged into an existing object's on update, the others kept.
+TEST_F(KubeLeaseLockTest, CreatesWhenAbsentAndMergesLabels) {
+  bool exists = false;
+  FakeApiServer server(ioc_, absentUntilCreated(exists));
   auto c = client(server);
   KubeLeaseLock lock(*c, "ns", "op", "a", {{"app", "egress"}});
   auto got = runSync(ioc_, lock.get());
@@ -213,6 +220,61 @@ TEST_F(KubeLeaseLockTest, CreatesWhenAbsentAndMergesLabels) {
   ASSERT_TRUE(runSync(ioc_, merged.update(mine)));
   rapidjson::Document body;
   body.Parse(labelled.requests()[1].body.c_str());
+  EXPECT_EQ(toJson(body["metadata"]["labels"]), R"({"team":"net","app":"egress"})");
+}
+
+// The owner's annotations (egw-agent's report) are set on create and merged on every update
+// like the labels: ours (re)set to the value last given, everyone else's kept, "" written as "".
+TEST_F(KubeLeaseLockTest, WritesItsAnnotationsOnCreateAndMergesThemOnUpdate) {
+  bool exists = false;
+  FakeApiServer server(ioc_, absentUntilCreated(exists));
+  auto c = client(server);
+  KubeLeaseLock lock(*c, "ns", "op", "a");
+  lock.setAnnotation("egressgateway.dev/programmed", "");
+  ASSERT_FALSE(runSync(ioc_, lock.get()));
+  LeaderElectionRecord mine{"a", 6, at("2026-12-01T10:00:00Z"), at("2026-12-01T10:00:00Z"), 0};
+  ASSERT_TRUE(runSync(ioc_, lock.create(mine)));
+  rapidjson::Document post;
+  post.Parse(server.requests()[1].body.c_str());
+  EXPECT_EQ(toJson(post["metadata"]["annotations"]), R"({"egressgateway.dev/programmed":""})");
+
+  lock.setAnnotation("egressgateway.dev/programmed", "192.168.50.200,fd00:50::200");
+  ASSERT_TRUE(runSync(ioc_, lock.update(mine)));
+  rapidjson::Document put;
+  put.Parse(server.requests()[2].body.c_str());
+  EXPECT_EQ(toJson(put["metadata"]["annotations"]),
+            R"({"egressgateway.dev/programmed":"192.168.50.200,fd00:50::200"})");
+  // Kept on every later write, until changed.
+  ASSERT_TRUE(runSync(ioc_, lock.update(mine)));
+  rapidjson::Document again;
+  again.Parse(server.requests()[3].body.c_str());
+  EXPECT_EQ(toJson(again["metadata"]["annotations"]),
+            R"({"egressgateway.dev/programmed":"192.168.50.200,fd00:50::200"})");
+
+  // Over an object someone else annotated (and with a stale value of ours): theirs stay, ours
+  // is replaced.
+  FakeApiServer annotated(ioc_, [&](const FakeRequest& req) {
+    FakeResponse r;
+    if (req.method == "GET") {
+      rapidjson::Document d;
+      d.Parse(leaseJson("9").c_str());
+      d["metadata"]["annotations"].AddMember("egressgateway.dev/programmed", "192.168.50.9",
+                                             d.GetAllocator());
+      r.body = toJson(d);
+    } else {
+      r.body = withResourceVersion(req.body, "10");
+    }
+    return r;
+  });
+  auto c2 = client(annotated);
+  KubeLeaseLock merged(*c2, "ns", "op", "a", {{"app", "egress"}});
+  merged.setAnnotation("egressgateway.dev/programmed", "");
+  ASSERT_TRUE(runSync(ioc_, merged.get()));
+  ASSERT_TRUE(runSync(ioc_, merged.update(mine)));
+  rapidjson::Document body;
+  body.Parse(annotated.requests()[1].body.c_str());
+  EXPECT_EQ(toJson(body["metadata"]["annotations"]),
+            R"({"note":"keep me","egressgateway.dev/programmed":""})");
   EXPECT_EQ(toJson(body["metadata"]["labels"]), R"({"team":"net","app":"egress"})");
 }
 

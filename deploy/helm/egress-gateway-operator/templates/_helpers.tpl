@@ -43,6 +43,17 @@ app.kubernetes.io/part-of: egress-gateway-operator
 {{- default .Release.Namespace .Values.leaderElection.namespace -}}
 {{- end -}}
 
+{{/* The namespace of the agents' egw-agent-<node> Leases: a namespace of their own, so that the
+     agents' right to write Leases there reaches no other Lease (the operator's leader-election
+     Lease among them: RBAC cannot narrow a rule to one name per node). */}}
+{{- define "egw.agentLeaseNamespace" -}}
+{{- $ns := default (printf "%s-agents" .Release.Namespace | trunc 63 | trimSuffix "-") .Values.agent.leaseNamespace -}}
+{{- if or (eq $ns .Release.Namespace) (eq $ns (include "egw.leaseNamespace" .)) -}}
+{{- fail "agent.leaseNamespace must be a namespace of the agents' own: not the release namespace nor the leader-election Lease's (the agents may write every Lease in it)" -}}
+{{- end -}}
+{{- $ns -}}
+{{- end -}}
+
 {{/* "true" when the CEL-carrying CRDs are to be installed: API servers >= 1.25 know
      x-kubernetes-validations (beta in 1.25, on by default); older ones refuse those CRDs. */}}
 {{- define "egw.celCRDs" -}}

@@ -319,6 +319,130 @@ struct EgressGatewayPolicy {
 };
 
 // ---------------------------------------------------------------------------------------------
+// EgressPolicySlice
+
+// PolicyReference names the EgressGatewayPolicy a slice belongs to, by uid: a policy deleted and
+// re-created under the same name is another policy.
+struct PolicyReference {
+  // The policy's namespace.
+  // +required
+  // +kubebuilder:validation:MaxLength=63
+  std::string namespace_;
+  // The policy's name.
+  // +required
+  // +kubebuilder:validation:MaxLength=253
+  std::string name;
+  // The policy's metadata.uid.
+  // +required
+  // +kubebuilder:validation:MaxLength=128
+  std::string uid;
+
+  bool operator==(const PolicyReference&) const = default;
+};
+
+// SliceEgressIP is one gateway replica slot of the policy: its egress IPs and the gateway pod
+// that holds them, if one does.
+struct SliceEgressIP {
+  // The slot's egress IPs: one IPv4 and/or one IPv6 address.
+  // +required
+  // +kubebuilder:validation:MinItems=1
+  // +kubebuilder:validation:MaxItems=2
+  // +kubebuilder:validation:items:Format=ip
+  // +kubebuilder:validation:items:MaxLength=39
+  std::vector<std::string> ips;
+  // The node whose egw-agent holds these addresses: SNATs to them and answers ARP/NDP for them.
+  // Absent: nobody holds them, and traffic that would leave with them is refused.
+  // +kubebuilder:validation:MaxLength=253
+  std::string node;
+  // The gateway pod that holds them (controlled, by uid, by the ReplicaSet of the policy's
+  // gateway Deployment), in the policy's namespace.
+  // +kubebuilder:validation:MaxLength=253
+  std::string pod;
+  // That pod's metadata.uid.
+  // +kubebuilder:validation:MaxLength=128
+  std::string podUID;
+
+  bool operator==(const SliceEgressIP&) const = default;
+};
+
+// SliceGateway is what the data plane needs of a policy besides its source pods.
+struct SliceGateway {
+  // The policy's ledger: one entry per gateway replica slot.
+  // +kubebuilder:validation:MaxItems=64
+  std::vector<SliceEgressIP> egressIPs;
+  // Destinations whose traffic leaves with an egress IP (spec.destinationCIDRs; absent in the
+  // policy: 0.0.0.0/0 and/or ::/0).
+  // +kubebuilder:validation:MaxItems=64
+  // +kubebuilder:validation:items:Format=cidr
+  // +kubebuilder:validation:items:MaxLength=43
+  std::vector<std::string> destinationCIDRs;
+  // Destinations that never do: spec.excludedCIDRs and the OperatorConfig's clusterCIDRs.
+  // +kubebuilder:validation:MaxItems=128
+  // +kubebuilder:validation:items:Format=cidr
+  // +kubebuilder:validation:items:MaxLength=43
+  std::vector<std::string> excludedCIDRs;
+
+  bool operator==(const SliceGateway&) const = default;
+};
+
+// SliceSource is one selected source pod that can send: not Succeeded or Failed, not
+// hostNetwork.
+struct SliceSource {
+  // The pod's name, in the policy's namespace.
+  // +required
+  // +kubebuilder:validation:MaxLength=253
+  std::string pod;
+  // The node it runs on: its traffic reaches the holder through that node's tunnel endpoint.
+  // +required
+  // +kubebuilder:validation:MaxLength=253
+  std::string node;
+  // Its addresses of the policy's IP families.
+  // +required
+  // +kubebuilder:validation:MinItems=1
+  // +kubebuilder:validation:MaxItems=2
+  // +kubebuilder:validation:items:Format=ip
+  // +kubebuilder:validation:items:MaxLength=39
+  std::vector<std::string> ips;
+
+  bool operator==(const SliceSource&) const = default;
+};
+
+// EgressPolicySliceSpec is one part of a policy's data-plane view.
+struct EgressPolicySliceSpec {
+  // The policy this slice belongs to.
+  // +required
+  PolicyReference policy;
+  // The egress IPs with their holders, the destinations and the exclusions: present in the
+  // policy's first slice (<namespace>.<policy>.0) only.
+  std::optional<SliceGateway> gateway;
+  // Source pods of the policy, at most 100 per slice.
+  // +kubebuilder:validation:MaxItems=1000
+  std::vector<SliceSource> sources;
+
+  bool operator==(const EgressPolicySliceSpec&) const = default;
+};
+
+// EgressPolicySlice is part of what egw-agent programs for one EgressGatewayPolicy: which
+// gateway node holds each egress IP and which pods leave with them. Written by the operator
+// only (cluster-scoped, so no namespace's editors can write one); the agents read nothing else
+// of the policies. A policy's slices are named <namespace>.<policy>.<index>.
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:resource:scope=Cluster,shortName=egps,categories=egress
+// +kubebuilder:printcolumn:name=Namespace,type=string,JSONPath=.spec.policy.namespace
+// +kubebuilder:printcolumn:name=Policy,type=string,JSONPath=.spec.policy.name
+// +kubebuilder:printcolumn:name=Egress-IPs,type=string,JSONPath=.spec.gateway.egressIPs[*].ips
+// +kubebuilder:printcolumn:name=Nodes,type=string,JSONPath=.spec.gateway.egressIPs[*].node
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=.metadata.creationTimestamp
+struct EgressPolicySlice {
+  meta::ObjectMeta metadata;
+  // +required
+  EgressPolicySliceSpec spec;
+
+  bool operator==(const EgressPolicySlice&) const = default;
+};
+
+// ---------------------------------------------------------------------------------------------
 // OperatorConfig
 
 // DataplaneSpec says which data plane carries the gateways' egress IPs.

@@ -308,6 +308,136 @@ void encodeEgressGatewayPolicy(meta::JsonWriter& w, const EgressGatewayPolicy& v
   w.EndObject();
 }
 
+meta::Decoded<PolicyReference> decodePolicyReference(const rapidjson::Value& v) {
+  meta::FieldReader r(v);
+  PolicyReference out;
+  r.read("namespace", out.namespace_);
+  r.read("name", out.name);
+  r.read("uid", out.uid);
+  return r.finish(std::move(out));
+}
+
+void encodePolicyReference(meta::JsonWriter& w, const PolicyReference& v) {
+  w.StartObject();
+  meta::writeField(w, "namespace", v.namespace_);
+  meta::writeField(w, "name", v.name);
+  meta::writeField(w, "uid", v.uid);
+  w.EndObject();
+}
+
+meta::Decoded<SliceEgressIP> decodeSliceEgressIP(const rapidjson::Value& v) {
+  meta::FieldReader r(v);
+  SliceEgressIP out;
+  r.read("ips", out.ips);
+  r.read("node", out.node);
+  r.read("pod", out.pod);
+  r.read("podUID", out.podUID);
+  return r.finish(std::move(out));
+}
+
+void encodeSliceEgressIP(meta::JsonWriter& w, const SliceEgressIP& v) {
+  w.StartObject();
+  meta::writeField(w, "ips", v.ips);
+  meta::writeFieldIfSet(w, "node", v.node);
+  meta::writeFieldIfSet(w, "pod", v.pod);
+  meta::writeFieldIfSet(w, "podUID", v.podUID);
+  w.EndObject();
+}
+
+meta::Decoded<SliceGateway> decodeSliceGateway(const rapidjson::Value& v) {
+  meta::FieldReader r(v);
+  SliceGateway out;
+  r.list("egressIPs", out.egressIPs, decodeSliceEgressIP);
+  r.read("destinationCIDRs", out.destinationCIDRs);
+  r.read("excludedCIDRs", out.excludedCIDRs);
+  return r.finish(std::move(out));
+}
+
+void encodeSliceGateway(meta::JsonWriter& w, const SliceGateway& v) {
+  w.StartObject();
+  if (!v.egressIPs.empty()) {
+    meta::writeKey(w, "egressIPs");
+    w.StartArray();
+    for (const auto& item : v.egressIPs) {
+      encodeSliceEgressIP(w, item);
+    }
+    w.EndArray();
+  }
+  meta::writeFieldIfSet(w, "destinationCIDRs", v.destinationCIDRs);
+  meta::writeFieldIfSet(w, "excludedCIDRs", v.excludedCIDRs);
+  w.EndObject();
+}
+
+meta::Decoded<SliceSource> decodeSliceSource(const rapidjson::Value& v) {
+  meta::FieldReader r(v);
+  SliceSource out;
+  r.read("pod", out.pod);
+  r.read("node", out.node);
+  r.read("ips", out.ips);
+  return r.finish(std::move(out));
+}
+
+void encodeSliceSource(meta::JsonWriter& w, const SliceSource& v) {
+  w.StartObject();
+  meta::writeField(w, "pod", v.pod);
+  meta::writeField(w, "node", v.node);
+  meta::writeField(w, "ips", v.ips);
+  w.EndObject();
+}
+
+meta::Decoded<EgressPolicySliceSpec> decodeEgressPolicySliceSpec(const rapidjson::Value& v) {
+  if (v.IsObject() && !v.HasMember("policy")) {
+    return meta::DecodeError{"policy", "Required value"};
+  }
+  meta::FieldReader r(v);
+  EgressPolicySliceSpec out;
+  r.object("policy", out.policy, decodePolicyReference);
+  r.object("gateway", out.gateway, decodeSliceGateway);
+  r.list("sources", out.sources, decodeSliceSource);
+  return r.finish(std::move(out));
+}
+
+void encodeEgressPolicySliceSpec(meta::JsonWriter& w, const EgressPolicySliceSpec& v) {
+  w.StartObject();
+  meta::writeKey(w, "policy");
+  encodePolicyReference(w, v.policy);
+  if (v.gateway) {
+    meta::writeKey(w, "gateway");
+    encodeSliceGateway(w, *v.gateway);
+  }
+  if (!v.sources.empty()) {
+    meta::writeKey(w, "sources");
+    w.StartArray();
+    for (const auto& item : v.sources) {
+      encodeSliceSource(w, item);
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+}
+
+meta::Decoded<EgressPolicySlice> decodeEgressPolicySlice(const rapidjson::Value& v) {
+  if (v.IsObject() && !v.HasMember("spec")) {
+    return meta::DecodeError{"spec", "Required value"};
+  }
+  meta::FieldReader r(v);
+  EgressPolicySlice out;
+  r.object("metadata", out.metadata, meta::decodeObjectMeta);
+  r.object("spec", out.spec, decodeEgressPolicySliceSpec);
+  return r.finish(std::move(out));
+}
+
+void encodeEgressPolicySlice(meta::JsonWriter& w, const EgressPolicySlice& v) {
+  w.StartObject();
+  meta::writeField(w, "apiVersion", "networking.egressgateway.dev/v1alpha1");
+  meta::writeField(w, "kind", "EgressPolicySlice");
+  meta::writeKey(w, "metadata");
+  meta::encodeObjectMeta(w, v.metadata);
+  meta::writeKey(w, "spec");
+  encodeEgressPolicySliceSpec(w, v.spec);
+  w.EndObject();
+}
+
 meta::Decoded<DataplaneSpec> decodeDataplaneSpec(const rapidjson::Value& v) {
   meta::FieldReader r(v);
   DataplaneSpec out;

@@ -41,6 +41,18 @@ meta::Decoded<EgressGatewayPolicyStatus> decodeEgressGatewayPolicyStatus(const r
 void encodeEgressGatewayPolicyStatus(meta::JsonWriter& w, const EgressGatewayPolicyStatus& v);
 meta::Decoded<EgressGatewayPolicy> decodeEgressGatewayPolicy(const rapidjson::Value& v);
 void encodeEgressGatewayPolicy(meta::JsonWriter& w, const EgressGatewayPolicy& v);
+meta::Decoded<PolicyReference> decodePolicyReference(const rapidjson::Value& v);
+void encodePolicyReference(meta::JsonWriter& w, const PolicyReference& v);
+meta::Decoded<SliceEgressIP> decodeSliceEgressIP(const rapidjson::Value& v);
+void encodeSliceEgressIP(meta::JsonWriter& w, const SliceEgressIP& v);
+meta::Decoded<SliceGateway> decodeSliceGateway(const rapidjson::Value& v);
+void encodeSliceGateway(meta::JsonWriter& w, const SliceGateway& v);
+meta::Decoded<SliceSource> decodeSliceSource(const rapidjson::Value& v);
+void encodeSliceSource(meta::JsonWriter& w, const SliceSource& v);
+meta::Decoded<EgressPolicySliceSpec> decodeEgressPolicySliceSpec(const rapidjson::Value& v);
+void encodeEgressPolicySliceSpec(meta::JsonWriter& w, const EgressPolicySliceSpec& v);
+meta::Decoded<EgressPolicySlice> decodeEgressPolicySlice(const rapidjson::Value& v);
+void encodeEgressPolicySlice(meta::JsonWriter& w, const EgressPolicySlice& v);
 meta::Decoded<DataplaneSpec> decodeDataplaneSpec(const rapidjson::Value& v);
 void encodeDataplaneSpec(meta::JsonWriter& w, const DataplaneSpec& v);
 meta::Decoded<OperatorConfigSpec> decodeOperatorConfigSpec(const rapidjson::Value& v);

@@ -340,6 +340,163 @@ void validateEgressGatewayPolicyFields(const EgressGatewayPolicy& v, const std::
   validateEgressGatewayPolicyStatusFields(v.status, join(path, "status"), errs);
 }
 
+void validatePolicyReferenceFields(const PolicyReference& v, const std::string& path,
+                                   validation::FieldErrors& errs) {
+  if (v.namespace_.empty()) {
+    errs.push_back({join(path, "namespace"), "Required value"});
+  } else {
+    if (v.namespace_.size() > 63) {
+      errs.push_back({join(path, "namespace"), "may not be longer than 63"});
+    }
+  }
+  if (v.name.empty()) {
+    errs.push_back({join(path, "name"), "Required value"});
+  } else {
+    if (v.name.size() > 253) {
+      errs.push_back({join(path, "name"), "may not be longer than 253"});
+    }
+  }
+  if (v.uid.empty()) {
+    errs.push_back({join(path, "uid"), "Required value"});
+  } else {
+    if (v.uid.size() > 128) {
+      errs.push_back({join(path, "uid"), "may not be longer than 128"});
+    }
+  }
+}
+
+void validateSliceEgressIPFields(const SliceEgressIP& v, const std::string& path,
+                                 validation::FieldErrors& errs) {
+  if (v.ips.empty()) {
+    errs.push_back({join(path, "ips"), "Required value"});
+  }
+  if (!v.ips.empty() && v.ips.size() < 1) {
+    errs.push_back({join(path, "ips"), "should have at least 1 items"});
+  }
+  if (v.ips.size() > 2) {
+    errs.push_back({join(path, "ips"), "must have at most 2 items"});
+  }
+  for (size_t i = 0; i < v.ips.size(); ++i) {
+    if (v.ips[i].size() > 39) {
+      errs.push_back(
+          {join(path, "ips") + "[" + std::to_string(i) + "]", "may not be longer than 39"});
+    }
+    if (!validation::isIP(v.ips[i])) {
+      errs.push_back({join(path, "ips") + "[" + std::to_string(i) + "]",
+                      "\"" + v.ips[i] + "\" is not an IP address"});
+    }
+  }
+  if (!v.node.empty()) {
+    if (v.node.size() > 253) {
+      errs.push_back({join(path, "node"), "may not be longer than 253"});
+    }
+  }
+  if (!v.pod.empty()) {
+    if (v.pod.size() > 253) {
+      errs.push_back({join(path, "pod"), "may not be longer than 253"});
+    }
+  }
+  if (!v.podUID.empty()) {
+    if (v.podUID.size() > 128) {
+      errs.push_back({join(path, "podUID"), "may not be longer than 128"});
+    }
+  }
+}
+
+void validateSliceGatewayFields(const SliceGateway& v, const std::string& path,
+                                validation::FieldErrors& errs) {
+  if (v.egressIPs.size() > 64) {
+    errs.push_back({join(path, "egressIPs"), "must have at most 64 items"});
+  }
+  for (size_t i = 0; i < v.egressIPs.size(); ++i) {
+    validateSliceEgressIPFields(v.egressIPs[i],
+                                join(path, "egressIPs") + "[" + std::to_string(i) + "]", errs);
+  }
+  if (v.destinationCIDRs.size() > 64) {
+    errs.push_back({join(path, "destinationCIDRs"), "must have at most 64 items"});
+  }
+  for (size_t i = 0; i < v.destinationCIDRs.size(); ++i) {
+    if (v.destinationCIDRs[i].size() > 43) {
+      errs.push_back({join(path, "destinationCIDRs") + "[" + std::to_string(i) + "]",
+                      "may not be longer than 43"});
+    }
+    if (!validation::isCIDR(v.destinationCIDRs[i])) {
+      errs.push_back({join(path, "destinationCIDRs") + "[" + std::to_string(i) + "]",
+                      "\"" + v.destinationCIDRs[i] + "\" is not a CIDR"});
+    }
+  }
+  if (v.excludedCIDRs.size() > 128) {
+    errs.push_back({join(path, "excludedCIDRs"), "must have at most 128 items"});
+  }
+  for (size_t i = 0; i < v.excludedCIDRs.size(); ++i) {
+    if (v.excludedCIDRs[i].size() > 43) {
+      errs.push_back({join(path, "excludedCIDRs") + "[" + std::to_string(i) + "]",
+                      "may not be longer than 43"});
+    }
+    if (!validation::isCIDR(v.excludedCIDRs[i])) {
+      errs.push_back({join(path, "excludedCIDRs") + "[" + std::to_string(i) + "]",
+                      "\"" + v.excludedCIDRs[i] + "\" is not a CIDR"});
+    }
+  }
+}
+
+void validateSliceSourceFields(const SliceSource& v, const std::string& path,
+                               validation::FieldErrors& errs) {
+  if (v.pod.empty()) {
+    errs.push_back({join(path, "pod"), "Required value"});
+  } else {
+    if (v.pod.size() > 253) {
+      errs.push_back({join(path, "pod"), "may not be longer than 253"});
+    }
+  }
+  if (v.node.empty()) {
+    errs.push_back({join(path, "node"), "Required value"});
+  } else {
+    if (v.node.size() > 253) {
+      errs.push_back({join(path, "node"), "may not be longer than 253"});
+    }
+  }
+  if (v.ips.empty()) {
+    errs.push_back({join(path, "ips"), "Required value"});
+  }
+  if (!v.ips.empty() && v.ips.size() < 1) {
+    errs.push_back({join(path, "ips"), "should have at least 1 items"});
+  }
+  if (v.ips.size() > 2) {
+    errs.push_back({join(path, "ips"), "must have at most 2 items"});
+  }
+  for (size_t i = 0; i < v.ips.size(); ++i) {
+    if (v.ips[i].size() > 39) {
+      errs.push_back(
+          {join(path, "ips") + "[" + std::to_string(i) + "]", "may not be longer than 39"});
+    }
+    if (!validation::isIP(v.ips[i])) {
+      errs.push_back({join(path, "ips") + "[" + std::to_string(i) + "]",
+                      "\"" + v.ips[i] + "\" is not an IP address"});
+    }
+  }
+}
+
+void validateEgressPolicySliceSpecFields(const EgressPolicySliceSpec& v, const std::string& path,
+                                         validation::FieldErrors& errs) {
+  validatePolicyReferenceFields(v.policy, join(path, "policy"), errs);
+  if (v.gateway) {
+    validateSliceGatewayFields(*v.gateway, join(path, "gateway"), errs);
+  }
+  if (v.sources.size() > 1000) {
+    errs.push_back({join(path, "sources"), "must have at most 1000 items"});
+  }
+  for (size_t i = 0; i < v.sources.size(); ++i) {
+    validateSliceSourceFields(v.sources[i], join(path, "sources") + "[" + std::to_string(i) + "]",
+                              errs);
+  }
+}
+
+void validateEgressPolicySliceFields(const EgressPolicySlice& v, const std::string& path,
+                                     validation::FieldErrors& errs) {
+  validateEgressPolicySliceSpecFields(v.spec, join(path, "spec"), errs);
+}
+
 void validateDataplaneSpecFields(const DataplaneSpec& v, const std::string& path,
                                  validation::FieldErrors& errs) {
   (void)v;

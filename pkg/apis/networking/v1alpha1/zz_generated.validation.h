@@ -38,6 +38,18 @@ void validateEgressGatewayPolicyStatusFields(const EgressGatewayPolicyStatus& v,
                                              validation::FieldErrors& errs);
 void validateEgressGatewayPolicyFields(const EgressGatewayPolicy& v, const std::string& path,
                                        validation::FieldErrors& errs);
+void validatePolicyReferenceFields(const PolicyReference& v, const std::string& path,
+                                   validation::FieldErrors& errs);
+void validateSliceEgressIPFields(const SliceEgressIP& v, const std::string& path,
+                                 validation::FieldErrors& errs);
+void validateSliceGatewayFields(const SliceGateway& v, const std::string& path,
+                                validation::FieldErrors& errs);
+void validateSliceSourceFields(const SliceSource& v, const std::string& path,
+                               validation::FieldErrors& errs);
+void validateEgressPolicySliceSpecFields(const EgressPolicySliceSpec& v, const std::string& path,
+                                         validation::FieldErrors& errs);
+void validateEgressPolicySliceFields(const EgressPolicySlice& v, const std::string& path,
+                                     validation::FieldErrors& errs);
 void validateDataplaneSpecFields(const DataplaneSpec& v, const std::string& path,
                                  validation::FieldErrors& errs);
 void validateOperatorConfigSpecFields(const OperatorConfigSpec& v, const std::string& path,

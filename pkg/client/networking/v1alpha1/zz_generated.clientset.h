@@ -43,6 +43,21 @@ struct ApiType<egress::networking::v1alpha1::EgressGatewayPolicy> {
 };
 
 template <>
+struct ApiType<egress::networking::v1alpha1::EgressPolicySlice> {
+  static kube::Resource resource() {
+    return kube::Resource{"networking.egressgateway.dev", "v1alpha1", "egresspolicyslices", false};
+  }
+  static meta::Decoded<egress::networking::v1alpha1::EgressPolicySlice> decode(
+      const rapidjson::Value& v) {
+    return egress::networking::v1alpha1::decodeEgressPolicySlice(v);
+  }
+  static void encode(meta::JsonWriter& w,
+                     const egress::networking::v1alpha1::EgressPolicySlice& v) {
+    egress::networking::v1alpha1::encodeEgressPolicySlice(w, v);
+  }
+};
+
+template <>
 struct ApiType<egress::networking::v1alpha1::OperatorConfig> {
   static kube::Resource resource() {
     return kube::Resource{"networking.egressgateway.dev", "v1alpha1", "operatorconfigs", false};
@@ -65,6 +80,9 @@ class NetworkingV1alpha1Client {
   TypedClient<egress::networking::v1alpha1::EgressGatewayPolicy> egressGatewayPolicies(
       std::string ns) const {
     return {*client_, std::move(ns)};
+  }
+  TypedClient<egress::networking::v1alpha1::EgressPolicySlice> egressPolicySlices() const {
+    return {*client_, ""};
   }
   TypedClient<egress::networking::v1alpha1::OperatorConfig> operatorConfigs() const {
     return {*client_, ""};

@@ -48,6 +48,21 @@ class NetworkingV1alpha1Informers {
 
   // The shared informer (one per namespace, label selector); `transform` applies to the
   // informer that the first caller creates.
+  cache::SharedIndexInformer<egress::networking::v1alpha1::EgressPolicySlice>& egressPolicySlices(
+      const std::string& labelSelector = "",
+      cache::SharedIndexInformer<egress::networking::v1alpha1::EgressPolicySlice>::Transform
+          transform = {}) const {
+    return factory_->informerFor<egress::networking::v1alpha1::EgressPolicySlice>(
+        ApiType<egress::networking::v1alpha1::EgressPolicySlice>::resource(),
+        ApiType<egress::networking::v1alpha1::EgressPolicySlice>::decode, "", labelSelector,
+        transform);
+  }
+  EgressPolicySliceLister egressPolicySliceLister() const {
+    return EgressPolicySliceLister(egressPolicySlices().indexer());
+  }
+
+  // The shared informer (one per namespace, label selector); `transform` applies to the
+  // informer that the first caller creates.
   cache::SharedIndexInformer<egress::networking::v1alpha1::OperatorConfig>& operatorConfigs(
       const std::string& labelSelector = "",
       cache::SharedIndexInformer<egress::networking::v1alpha1::OperatorConfig>::Transform

@@ -62,6 +62,22 @@ class EgressGatewayPolicyLister {
   cache::Lister<egress::networking::v1alpha1::EgressGatewayPolicy> lister_;
 };
 
+class EgressPolicySliceLister {
+ public:
+  using Ptr = std::shared_ptr<const egress::networking::v1alpha1::EgressPolicySlice>;
+  explicit EgressPolicySliceLister(
+      const cache::Indexer<egress::networking::v1alpha1::EgressPolicySlice>& indexer)
+      : indexer_(indexer), lister_(indexer) {}
+  std::vector<Ptr> list(const meta::LabelSelector* selector = nullptr) const {
+    return lister_.list(selector);
+  }
+  Ptr get(const std::string& name) const { return lister_.get("", name); }
+
+ private:
+  const cache::Indexer<egress::networking::v1alpha1::EgressPolicySlice>& indexer_;
+  cache::Lister<egress::networking::v1alpha1::EgressPolicySlice> lister_;
+};
+
 class OperatorConfigLister {
  public:
   using Ptr = std::shared_ptr<const egress::networking::v1alpha1::OperatorConfig>;

@@ -1,0 +1,90 @@
+#include "pkg/controller/agentlease/agents.h"
+
+#include "pkg/controller/names.h"
+
+namespace egress::controller {
+
+std::string agentLeaseNode(const coordination::Lease& lease) {
+  const auto& name = lease.metadata.name;
+  if (!name.starts_with(kAgentLeasePrefix) || name.size() == kAgentLeasePrefix.size()) {
+    return "";
+  }
+  return name.substr(kAgentLeasePrefix.size());
+}
+
+std::set<ipam::Address> programmedAddresses(const coordination::Lease& lease) {
+  std::set<ipam::Address> out;
+  auto it = lease.metadata.annotations.find(std::string(kProgrammedAnnotation));
+  if (it == lease.metadata.annotations.end()) {
+    return out;
+  }
+  std::string_view text = it->second;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    if (auto a = ipam::parseAddress(text.substr(0, comma))) {
+      out.insert(*a);
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+bool Agents::observe(const coordination::Lease& lease, Clock::TimePoint now) {
+  const std::string node = agentLeaseNode(lease);
+  if (node.empty()) {
+    return false;
+  }
+  leases_.observe(node, lease, now);
+  auto reported = programmedAddresses(lease);
+  auto& known = programmed_[node];
+  if (known == reported) {
+    return false;
+  }
+  known = std::move(reported);
+  return true;
+}
+
+void Agents::forget(const std::string& node) {
+  leases_.forget(node);
+  programmed_.erase(node);
+}
+
+bool Agents::live(const std::string& node, Clock::TimePoint now) const {
+  return leases_.fresh(node, now);
+}
+
+std::optional<Clock::TimePoint> Agents::expiry(const std::string& node) const {
+  return leases_.expiry(node);
+}
+
+const std::set<ipam::Address>& Agents::programmed(const std::string& node) const {
+  static const std::set<ipam::Address> kNone;
+  auto it = programmed_.find(node);
+  return it == programmed_.end() ? kNone : it->second;
+}
+
+std::map<ipam::Address, std::set<std::string>> Agents::claims(Clock::TimePoint now) const {
+  std::map<ipam::Address, std::set<std::string>> out;
+  for (const auto& [node, reported] : programmed_) {
+    if (!live(node, now)) {
+      continue;
+    }
+    for (const auto& a : reported) {
+      out[a].insert(node);
+    }
+  }
+  return out;
+}
+
+std::set<std::string> Agents::nodes() const {
+  std::set<std::string> out;
+  for (const auto& [node, reported] : programmed_) {
+    out.insert(node);
+  }
+  return out;
+}
+
+}  // namespace egress::controller
