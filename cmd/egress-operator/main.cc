@@ -15,6 +15,7 @@
 #include "pkg/controller/controller.h"
 #include "pkg/controllerruntime/manager.h"
 #include "pkg/kube/config_discovery.h"
+#include "pkg/kube/server_address.h"
 #include "pkg/log/log.h"
 
 namespace {
@@ -41,7 +42,11 @@ net::awaitable<int> runOperator(egress::controllerruntime::Manager& manager, int
                                                       manager.eventRecorder(),
                                                       &manager.registry(),
                                                       *policyV1,
-                                                      std::move(agentLeaseNamespace)};
+                                                      std::move(agentLeaseNamespace),
+                                                      {}};
+  const char* serviceHost = std::getenv("KUBERNETES_SERVICE_HOST");
+  options.apiServerAddresses = egress::kube::serverAddresses(
+      manager.client().config().server, serviceHost != nullptr ? serviceHost : "");
   manager.add(std::make_unique<egress::controller::MainController>(std::move(options)));
   co_return co_await manager.run();
 }

@@ -19,6 +19,7 @@
 #include "pkg/controllerruntime/manager.h"
 #include "pkg/dataplane/cluster_view.h"
 #include "pkg/kube/config_discovery.h"
+#include "pkg/kube/server_address.h"
 #include "pkg/leaderelection/kube_lease_lock.h"
 #include "pkg/log/log.h"
 
@@ -190,6 +191,13 @@ int main(int argc, char** argv) {
   auto renewer = std::make_unique<egress::agent::LeaseRenewer>(lock, m.clock(), renewOptions);
 
   egress::agent::AgentOptions agentOptions;
+  const char* serviceHost = std::getenv("KUBERNETES_SERVICE_HOST");
+  for (const auto& text : egress::kube::serverAddresses(
+           m.client().config().server, serviceHost != nullptr ? serviceHost : "")) {
+    if (auto ip = egress::ipam::parseAddress(text)) {
+      agentOptions.apiServer.push_back(*ip);
+    }
+  }
   agentOptions.nodeName = nodeName;
   agentOptions.leaseNamespace = leaseNamespace;
   agentOptions.dryRun = dryRun;

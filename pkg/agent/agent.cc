@@ -28,6 +28,8 @@ const kube::Resource kNodes{"", "v1", "nodes", false};
 const kube::Resource kSlices{"networking.egressgateway.dev", "v1alpha1", "egresspolicyslices",
                              false};
 const kube::Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
+const kube::Resource kPools{"networking.egressgateway.dev", "v1alpha1", "ipampools", false};
+const kube::Resource kConfigs{"networking.egressgateway.dev", "v1alpha1", "operatorconfigs", false};
 
 // Every event of an informer queues one debounced sync.
 template <class T>
@@ -101,6 +103,10 @@ Result<Ok, std::string> Agent::watchResources(cache::SharedInformerFactory& fact
   nodes_ = &factory.informerFor<core::Node>(kNodes, core::decodeNode);
   slices_ = &factory.informerFor<networking::v1alpha1::EgressPolicySlice>(
       kSlices, networking::v1alpha1::decodeEgressPolicySlice);
+  pools_ = &factory.informerFor<networking::v1alpha1::IPAMPool>(
+      kPools, networking::v1alpha1::decodeIPAMPool);
+  configs_ = &factory.informerFor<networking::v1alpha1::OperatorConfig>(
+      kConfigs, networking::v1alpha1::decodeOperatorConfig);
   leases_ = &factory.informerFor<coordination::Lease>(kLeases, coordination::decodeLease,
                                                       options_.leaseNamespace);
   return Ok{};
@@ -117,6 +123,8 @@ Result<Ok, std::string> Agent::addEventHandlers() {
   };
   check(nodes_->addEventHandler(syncOnEvent<core::Node>(q, d)));
   check(slices_->addEventHandler(syncOnEvent<networking::v1alpha1::EgressPolicySlice>(q, d)));
+  check(pools_->addEventHandler(syncOnEvent<networking::v1alpha1::IPAMPool>(q, d)));
+  check(configs_->addEventHandler(syncOnEvent<networking::v1alpha1::OperatorConfig>(q, d)));
   // A peer's Lease is live from when this process sees it change, on its own monotonic clock:
   // recorded in the handler, as the event arrives, not when a later sync lists the cache.
   auto leases = syncOnEvent<coordination::Lease>(q, d);
@@ -148,6 +156,9 @@ ClusterView Agent::view(Clock::TimePoint now, std::vector<std::string>* problems
     v.nodes.push_back(dataplane::nodeView(*n));
   }
   v.policies = dataplane::policyViews(slices_->indexer().list(), problems);
+  v.poolCIDRs = dataplane::poolCIDRs(pools_->indexer().list());
+  v.clusterCIDRs = dataplane::clusterCIDRs(configs_->indexer().list());
+  v.apiServer = options_.apiServer;
   for (const auto& l : leases_->indexer().list()) {
     auto node = dataplane::agentLeaseNode(l->metadata.name);
     if (node && *node != options_.nodeName) {
@@ -221,11 +232,20 @@ Result<int, std::string> Agent::apply(const dataplane::DesiredState& want) {
   } else {
     changes += *sysctlsSet;
   }
+  // The tunnel filter's counts up to now: a replaced table starts its counters at 0.
+  if (auto before = nft_->counters(want.kernel.nft.name)) {
+    metrics_.tunnelDrops(*before);
+  }
   auto nft = nft_->apply(want.kernel.nft);
   if (!nft) {
     return unexpected(nft.error());
   }
   changes += *nft ? 1 : 0;
+  if (*nft) {
+    metrics_.tunnelDrops({{dataplane::kTunnelNotNode, 0},
+                          {dataplane::kTunnelFromPod, 0},
+                          {dataplane::kTunnelForged, 0}});
+  }
   auto routes = routing_->apply(want.kernel.rules, want.kernel.routes);
   if (!routes) {
     return unexpected(routes.error());

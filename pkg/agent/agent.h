@@ -1,8 +1,9 @@
 // File: agent.h
 //
 // egw-agent's sync loop, run by the Manager as a controller with one key. It reads only what no
-// namespace's editor can write: the operator's cluster-scoped EgressPolicySlices, the Nodes, and
-// the agents' Leases in its own namespace; it writes nothing but its own Lease (the renewer's),
+// namespace's editor can write: the operator's cluster-scoped EgressPolicySlices, the Nodes, the
+// IPAMPools and the OperatorConfig (which addresses may be egress IPs at all), and the agents'
+// Leases in their own namespace; it writes nothing but its own Lease (the renewer's),
 // so a forged object elsewhere cannot make any node SNAT to or announce an address.
 // Any event queues a sync after a short debounce (a burst of events is one sync); liveness
 // changes with time alone, so a sync also re-runs each second and at the very moment this
@@ -59,6 +60,9 @@ struct AgentOptions {
   // Publishes the agent's report (the value of kProgrammedAnnotation) on its Lease's next
   // write; the agent then has the renewer write it at once. Unset: not reported.
   std::function<void(const std::string& programmed)> report;
+  // The API server's addresses as this agent reaches it (kube::serverAddresses): never an
+  // egress IP, never a destination that leaves through a gateway.
+  std::vector<ipam::Address> apiServer;
 };
 
 class Agent : public controllerruntime::Controller {
@@ -92,6 +96,8 @@ class Agent : public controllerruntime::Controller {
   AgentMetrics metrics_;
   cache::SharedIndexInformer<core::Node>* nodes_ = nullptr;
   cache::SharedIndexInformer<networking::v1alpha1::EgressPolicySlice>* slices_ = nullptr;
+  cache::SharedIndexInformer<networking::v1alpha1::IPAMPool>* pools_ = nullptr;
+  cache::SharedIndexInformer<networking::v1alpha1::OperatorConfig>* configs_ = nullptr;
   cache::SharedIndexInformer<coordination::Lease>* leases_ = nullptr;
   // The peers' Leases by name, as this process observed them change.
   leaderelection::ObservedLeases observed_;

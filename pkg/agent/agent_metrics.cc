@@ -1,5 +1,7 @@
 #include "pkg/agent/agent_metrics.h"
 
+#include "pkg/dataplane/nft_ruleset.h"
+
 namespace egress::agent {
 namespace {
 
@@ -29,7 +31,35 @@ AgentMetrics::AgentMetrics(prometheus::Registry& r)
       fenced_(gauge(r, "egw_agent_fenced",
                     "1 while this agent's own Lease is stale and it holds nothing.")),
       forgotten_(counter(r, "egw_agent_conntrack_entries_deleted_total",
-                         "Conntrack entries of egress IPs this node released, deleted.")) {}
+                         "Conntrack entries of egress IPs this node released, deleted.")),
+      tunnelDrops_(&prometheus::BuildCounter()
+                        .Name("egw_agent_tunnel_dropped_packets_total")
+                        .Help("Packets the tunnel filter dropped: to the tunnel port from an "
+                              "address that is no node's (not-a-node), to a node's tunnel port "
+                              "from a pod (from-a-pod), or delivered by the tunnel with a source "
+                              "that is no source pod of the sending node (forged-source).")
+                        .Register(r)) {
+  for (const char* reason : {"not-a-node", "from-a-pod", "forged-source"}) {
+    tunnelDrops_->Add({{"reason", reason}});
+  }
+}
+
+void AgentMetrics::tunnelDrops(const std::map<std::string, uint64_t>& counters) {
+  static const std::map<std::string, std::string> kReasons = {
+      {dataplane::kTunnelNotNode, "not-a-node"},
+      {dataplane::kTunnelFromPod, "from-a-pod"},
+      {dataplane::kTunnelForged, "forged-source"}};
+  for (const auto& [name, reason] : kReasons) {
+    auto it = counters.find(name);
+    if (it == counters.end()) {
+      continue;
+    }
+    uint64_t& last = lastTunnelCounts_[name];
+    const uint64_t added = it->second >= last ? it->second - last : it->second;
+    last = it->second;
+    tunnelDrops_->Add({{"reason", reason}}).Increment(static_cast<double>(added));
+  }
+}
 
 void AgentMetrics::syncSucceeded(int policies, int heldIPs, double unixSeconds, int changes) {
   policies_->Set(policies);

@@ -8,6 +8,7 @@
 #include "pkg/apis/meta/time.h"
 #include "pkg/base/notifier.h"
 #include "pkg/controller/names.h"
+#include "pkg/controller/reserved.h"
 #include "pkg/controllerruntime/event_handlers.h"
 
 namespace egress::controller {
@@ -160,6 +161,12 @@ Result<Ok, std::string> MainController::setUp(cache::SharedInformerFactory& fact
   return wireCrossTriggers();
 }
 
+void MainController::updateReserved() {
+  allocator_.setReserved(clusterReservations(cache_->nodes().indexer().list(),
+                                             cache_->operatorConfig().get(),
+                                             options_.apiServerAddresses));
+}
+
 std::vector<controllerruntime::Runnable*> MainController::subcontrollers() const {
   std::vector<controllerruntime::Runnable*> out;
   for (controllerruntime::Runnable* c : std::initializer_list<controllerruntime::Runnable*>{
@@ -230,6 +237,18 @@ Result<Ok, std::string> MainController::wireCrossTriggers() {
       enqueueMapped<core::Namespace>(policies, [cache](const core::Namespace& ns) {
         return cache->policyKeysInNamespace(ns.metadata.name);
       })));
+  // What no pool may hand out follows the Nodes and the OperatorConfig's clusterCIDRs.
+  auto reserved = [this](const auto&...) { updateReserved(); };
+  cache::EventHandler<core::Node> nodes;
+  nodes.onAdd = reserved;
+  nodes.onUpdate = reserved;
+  nodes.onDelete = reserved;
+  check(cache->nodes().addEventHandler(std::move(nodes)));
+  cache::EventHandler<v1alpha1::OperatorConfig> configs;
+  configs.onAdd = reserved;
+  configs.onUpdate = reserved;
+  configs.onDelete = reserved;
+  check(cache->operatorConfigs().addEventHandler(std::move(configs)));
   check(cache->pods().addEventHandler(enqueueMapped<core::Pod>(
       policies, [cache](const core::Pod& pod) { return cache->policyKeysForPod(pod); })));
   auto byLabel = [](const meta::ObjectMeta& m) {
@@ -296,6 +315,7 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
     continueToken = md != nullptr ? stringMember(*md, "continue") : "";
   } while (!continueToken.empty());
 
+  updateReserved();
   std::vector<ipam::PoolSpec> pools;
   for (const auto& p : cache_->allPools()) {
     syncPoolFromCache(*ctx_, p->metadata.name);

@@ -3,7 +3,9 @@
 // The main controller (the seed's pkg/controller/controller.go): one Runnable that the Manager
 // drives, hosting the subcontrollers (egressgateway, ipampool, operator, and agentlease when
 // agent Leases are watched) over one shared watch cache and one allocator.
-//   setUp   builds the cache's informers and the subcontrollers, and wires the cross-triggers:
+//   setUp   builds the cache's informers and the subcontrollers, keeps the allocator's reserved
+//           addresses (reserved.h: nodes, cluster CIDRs, the API server) in step with the Nodes
+//           and the OperatorConfig, and wires the cross-triggers:
 //           a pool change queues the policies that use it (and re-checks every pool: overlaps
 //           are pairwise); an OperatorConfig change queues every policy; a namespace change
 //           queues its policies (a pool's namespaceSelector may now admit or refuse them); a pod
@@ -72,6 +74,9 @@ class MainController : public controllerruntime::Runnable {
     // Where egw-agent renews its egw-agent-<node> Leases (--agent-lease-namespace); "" watches
     // none, and with OperatorConfig spec.dataplane.agent no holder then moves.
     std::string agentLeaseNamespace;
+    // The API server's addresses as this process reaches it (its REST config's host when that
+    // is an IP address, and $KUBERNETES_SERVICE_HOST): never an egress IP (reserved.h).
+    std::vector<std::string> apiServerAddresses;
   };
 
   explicit MainController(Options options);
@@ -90,6 +95,8 @@ class MainController : public controllerruntime::Runnable {
 
  private:
   Result<Ok, std::string> wireCrossTriggers();
+  // The cluster's own addresses (reserved.h) into the allocator; cheap when they did not change.
+  void updateReserved();
   // The subcontrollers that exist, in start order.
   std::vector<controllerruntime::Runnable*> subcontrollers() const;
 

@@ -25,6 +25,9 @@ kube::Resource podsResource() {
 kube::Resource namespacesResource() {
   return {"", "v1", "namespaces", false};
 }
+kube::Resource nodesResource() {
+  return {"", "v1", "nodes", false};
+}
 kube::Resource deploymentsResource() {
   return {"apps", "v1", "deployments", true};
 }

@@ -85,6 +85,7 @@ kube::Resource poolsResource();
 kube::Resource operatorConfigsResource();
 kube::Resource podsResource();
 kube::Resource namespacesResource();
+kube::Resource nodesResource();
 kube::Resource deploymentsResource();
 kube::Resource replicaSetsResource();
 kube::Resource slicesResource();

@@ -55,11 +55,15 @@ NodeView nodeView(const core::Node& node) {
   NodeView v;
   v.name = node.metadata.name;
   for (const auto& a : node.addresses) {
-    if (a.type != "InternalIP") {
+    if (a.type != "InternalIP" && a.type != "ExternalIP") {
       continue;
     }
     auto ip = ipam::parseAddress(a.address);
     if (!ip) {
+      continue;
+    }
+    v.addresses.push_back(*ip);
+    if (a.type != "InternalIP") {
       continue;
     }
     auto& slot = ip->family == ipam::Family::kIPv4 ? v.ipv4 : v.ipv6;
@@ -67,7 +71,41 @@ NodeView nodeView(const core::Node& node) {
       slot = *ip;
     }
   }
+  for (const auto& text : node.podCIDRs) {
+    if (auto p = ipam::parseCIDR(text)) {
+      v.podCIDRs.push_back(*p);
+    }
+  }
   return v;
+}
+
+std::vector<ipam::Prefix> poolCIDRs(
+    const std::vector<std::shared_ptr<const networking::v1alpha1::IPAMPool>>& pools) {
+  std::vector<ipam::Prefix> out;
+  for (const auto& pool : pools) {
+    for (const auto& text : pool->spec.cidrs) {
+      if (auto p = ipam::parseCIDR(text)) {
+        out.push_back(*p);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<ipam::Prefix> clusterCIDRs(
+    const std::vector<std::shared_ptr<const networking::v1alpha1::OperatorConfig>>& configs) {
+  std::vector<ipam::Prefix> out;
+  for (const auto& config : configs) {
+    if (config->metadata.name != "default") {
+      continue;
+    }
+    for (const auto& text : config->spec.clusterCIDRs) {
+      if (auto p = ipam::parseCIDR(text)) {
+        out.push_back(*p);
+      }
+    }
+  }
+  return out;
 }
 
 std::vector<PolicyView> policyViews(

@@ -1,9 +1,11 @@
 // File: cluster_view.h
 //
 // What egw-agent knows of the cluster, as plain values. Everything here comes from objects only
-// the operator (or the agents themselves) can write: the cluster-scoped EgressPolicySlices (a
-// policy's egress-IP slots with their holder nodes, destinations, exclusions and source pods),
-// the Nodes' InternalIPs (tunnel peers), and whether each node's agent is live. Namespaced
+// the operator, administrators (or the agents themselves) can write: the cluster-scoped
+// EgressPolicySlices (a policy's egress-IP slots with their holder nodes, destinations,
+// exclusions and source pods), the Nodes (tunnel peers, the cluster's own addresses), the
+// IPAMPools and the OperatorConfig (what an egress IP may be), and whether each node's agent is
+// live. Namespaced
 // objects are never read: any editor of a namespace could forge a ConfigMap or a pod annotation
 // and so make the kernel SNAT to, or announce, an address that is not theirs.
 //
@@ -36,6 +38,10 @@ struct NodeView {
   std::string name;
   std::optional<ipam::Address> ipv4;  // first InternalIP of each family
   std::optional<ipam::Address> ipv6;
+  // Every InternalIP and ExternalIP, and spec.podCIDRs: never an egress IP, and traffic to them
+  // never leaves through a gateway.
+  std::vector<ipam::Address> addresses;
+  std::vector<ipam::Prefix> podCIDRs;
 };
 
 struct SourceView {
@@ -73,9 +79,22 @@ struct ClusterView {
   std::vector<NodeView> nodes;
   std::vector<PolicyView> policies;
   std::vector<LeaseView> leases;
+  // The IPAMPools' CIDRs: an egress IP outside them all is refused (the operator checked it
+  // already; the agent does not take its word for it).
+  std::vector<ipam::Prefix> poolCIDRs;
+  // The OperatorConfig's clusterCIDRs, and the API server's addresses as this agent reaches it:
+  // never an egress IP, never a destination that leaves through a gateway.
+  std::vector<ipam::Prefix> clusterCIDRs;
+  std::vector<ipam::Address> apiServer;
 };
 
 NodeView nodeView(const core::Node& node);
+// The CIDRs of every pool (valid or not: an address in a pool the operator refused is still not
+// a forgery), and the clusterCIDRs of the OperatorConfig "default" among `configs`.
+std::vector<ipam::Prefix> poolCIDRs(
+    const std::vector<std::shared_ptr<const networking::v1alpha1::IPAMPool>>& pools);
+std::vector<ipam::Prefix> clusterCIDRs(
+    const std::vector<std::shared_ptr<const networking::v1alpha1::OperatorConfig>>& configs);
 
 // The policies of `slices`, sorted by key then uid. Slices are grouped by spec.policy.uid; the
 // group's head is its slice with spec.gateway (of several, the lowest metadata.name; the others

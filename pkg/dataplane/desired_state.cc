@@ -4,6 +4,7 @@
 #include <bit>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <openssl/sha.h>
 
@@ -22,6 +23,9 @@ constexpr size_t idx(Family f) {
 
 Prefix defaultPrefix(Family f) {
   return Prefix{Address{f, 0}, 0};
+}
+bool contains(const Prefix& p, const Address& a) {
+  return p.address.family == a.family && p.first() <= a.value && a.value <= p.last();
 }
 Prefix hostPrefix(const Address& a) {
   return Prefix{a, ipam::familyBits(a.family)};
@@ -132,6 +136,17 @@ class Computer {
     }
     uint32_t next = 1;
     for (const auto& [e, c] : claims) {
+      // What the operator must never hand out, checked again here: the agent does not take
+      // the view's word that an address is fit to be announced on this segment.
+      if (auto why = refusal(e)) {
+        std::string who;
+        for (const auto& [uid, key] : c.keyByUID) {
+          who += (who.empty() ? "" : ", ") + key;
+        }
+        out_.problems.push_back("egress IP " + e.toString() + " of " + who + " refused: it is " +
+                                *why);
+        continue;
+      }
       // Nobody may hold an address two policies claim, nor one two slots name (two holders):
       // neither is a conflict the agent can settle, and whichever it picked could be the forged
       // one. Fail closed until the operator's view is unambiguous again.
@@ -157,6 +172,36 @@ class Computer {
       }
       marks_[e] = markValue(config_.markMask, next++);
     }
+  }
+
+  // Why `e` may never be an egress IP, if it may not.
+  std::optional<std::string> refusal(const Address& e) const {
+    if (auto special = ipam::specialUse(e)) {
+      return ipam::specialUsePhrase(*special);
+    }
+    for (const auto& n : view_.nodes) {
+      if (std::find(n.addresses.begin(), n.addresses.end(), e) != n.addresses.end()) {
+        return "node " + n.name + "'s address";
+      }
+      for (const auto& p : n.podCIDRs) {
+        if (contains(p, e)) {
+          return "in node " + n.name + "'s pod CIDR " + p.toString();
+        }
+      }
+    }
+    for (const auto& p : view_.clusterCIDRs) {
+      if (contains(p, e)) {
+        return "in the cluster CIDR " + p.toString();
+      }
+    }
+    if (std::find(view_.apiServer.begin(), view_.apiServer.end(), e) != view_.apiServer.end()) {
+      return std::string("the API server's address");
+    }
+    if (std::none_of(view_.poolCIDRs.begin(), view_.poolCIDRs.end(),
+                     [&](const Prefix& p) { return contains(p, e); })) {
+      return std::string("in no IPAMPool");
+    }
+    return std::nullopt;
   }
 
   // A slot's node holds its egress IPs only while that node's agent is live (for this node:
@@ -255,6 +300,52 @@ class Computer {
     t.symmetricReply = config_.symmetricReply;
     for (const auto& [e, mark] : marks_) {
       t.egressIPs.push_back({e, mark, heldHere(e)});
+    }
+    std::vector<Prefix> inCluster = view_.clusterCIDRs;
+    for (const auto& n : view_.nodes) {
+      for (const auto& a : n.addresses) {
+        inCluster.push_back(hostPrefix(a));
+      }
+      inCluster.insert(inCluster.end(), n.podCIDRs.begin(), n.podCIDRs.end());
+    }
+    for (const auto& a : view_.apiServer) {
+      inCluster.push_back(hostPrefix(a));
+    }
+    for (const auto& p : inCluster) {
+      t.inCluster[idx(p.address.family)].push_back(p);
+    }
+    for (auto& list : t.inCluster) {
+      list = outermost(std::move(list));
+    }
+    // The tunnel filter: who may send to the tunnel port (every node), and what a peer's tunnel
+    // may deliver (its own source pods, by its tunnel MAC).
+    t.tunnelPort = config_.port;
+    for (const auto& n : view_.nodes) {
+      for (const auto& a : {n.ipv4, n.ipv6}) {
+        if (a) {
+          t.nodes[idx(a->family)].push_back(*a);
+        }
+      }
+    }
+    std::set<std::pair<std::string, Address>> seenSources;
+    for (const auto& p : view_.policies) {
+      for (const auto& src : p.sources) {
+        auto peer = peers_.find(src.node);
+        if (src.node == view_.self || peer == peers_.end() ||
+            !seenSources.emplace(src.node, src.ip).second) {
+          continue;
+        }
+        t.tunnelSources[idx(src.ip.family)].push_back({peer->second.mac, src.ip});
+      }
+    }
+    for (auto& list : t.nodes) {
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+    }
+    for (auto& list : t.tunnelSources) {
+      std::sort(list.begin(), list.end(), [](const NftTunnelSource& a, const NftTunnelSource& b) {
+        return std::tie(a.ip, a.mac) < std::tie(b.ip, b.mac);
+      });
     }
     std::vector<const PolicyView*> sorted;
     for (const auto& p : view_.policies) {

@@ -59,6 +59,32 @@ std::optional<std::string> NftApplier::appliedDigest(const std::string& tableNam
   return std::nullopt;
 }
 
+Result<std::map<std::string, uint64_t>, std::string> NftApplier::counters(
+    const std::string& tableName) {
+  // Its counters only: the whole table would be every set element of every policy, each sync.
+  auto listing = run("list counters table inet " + tableName);
+  if (!listing) {
+    return unexpected(listing.error());
+  }
+  rapidjson::Document d;
+  d.Parse(listing->c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("nftables") || !d["nftables"].IsArray()) {
+    return unexpected(std::string("listing table ") + tableName + ": not the JSON expected");
+  }
+  std::map<std::string, uint64_t> out;
+  for (const auto& item : d["nftables"].GetArray()) {
+    if (!item.IsObject() || !item.HasMember("counter") || !item["counter"].IsObject()) {
+      continue;
+    }
+    const auto& c = item["counter"];
+    if (c.HasMember("name") && c["name"].IsString() && c.HasMember("packets") &&
+        c["packets"].IsUint64()) {
+      out[c["name"].GetString()] = c["packets"].GetUint64();
+    }
+  }
+  return out;
+}
+
 Result<bool, std::string> NftApplier::apply(const NftTable& table) {
   auto rendered = renderNftJson(table);
   if (appliedDigest(table.name) == rendered.digest) {

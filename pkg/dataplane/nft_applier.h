@@ -6,6 +6,8 @@
 // the kernel's. One libnftables context, used serially (it is not thread-safe).
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -31,6 +33,8 @@ class NftApplier {
   std::optional<std::string> appliedDigest(const std::string& tableName);
   // `nft -j list table inet <name>`; an error when there is no such table.
   Result<std::string, std::string> list(const std::string& tableName);
+  // The packets each named counter of the table has counted since the table was made.
+  Result<std::map<std::string, uint64_t>, std::string> counters(const std::string& tableName);
 
  private:
   Result<std::string, std::string> run(const std::string& commands);

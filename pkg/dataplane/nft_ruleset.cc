@@ -230,6 +230,73 @@ class Builder {
     });
   }
 
+  void addressSet(const std::string& name, ipam::Family f,
+                  const std::vector<ipam::Address>& elems) {
+    command("add", [&] {
+      setHeader("set", name, f);
+      if (!elems.empty()) {
+        w_.Key("elem");
+        w_.StartArray();
+        for (const auto& a : elems) {
+          e_.str(a.toString());
+        }
+        w_.EndArray();
+      }
+      w_.EndObject();
+      w_.EndObject();
+    });
+  }
+
+  // A set of (tunnel MAC . source address) of family `f`.
+  void tunnelSourceSet(const std::string& name, ipam::Family f,
+                       const std::vector<NftTunnelSource>& elems) {
+    command("add", [&] {
+      w_.StartObject();
+      common("set", name);
+      w_.Key("type");
+      w_.StartArray();
+      w_.String("ether_addr");
+      w_.String(addrType(f));
+      w_.EndArray();
+      if (!elems.empty()) {
+        w_.Key("elem");
+        w_.StartArray();
+        for (const auto& src : elems) {
+          w_.StartObject();
+          w_.Key("concat");
+          w_.StartArray();
+          char mac[18];
+          std::snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", src.mac[0], src.mac[1],
+                        src.mac[2], src.mac[3], src.mac[4], src.mac[5]);
+          w_.String(mac);
+          e_.str(src.ip.toString());
+          w_.EndArray();
+          w_.EndObject();
+        }
+        w_.EndArray();
+      }
+      w_.EndObject();
+      w_.EndObject();
+    });
+  }
+
+  void counterObject(const char* name) {
+    command("add", [&] {
+      w_.StartObject();
+      common("counter", name);
+      w_.EndObject();
+      w_.EndObject();
+    });
+  }
+
+  // The named counter `name` counts the packet.
+  void countAs(const char* name) {
+    w_.StartObject();
+    w_.Key("counter");
+    w_.String(name);
+    w_.EndObject();
+  }
+
   void pickMap(const std::string& name, ipam::Family f, const std::vector<NftPick>& picks) {
     command("add", [&] {
       setHeader("map", name, f);
@@ -321,6 +388,19 @@ class Builder {
       chain(markChain(m), nullptr, nullptr, 0);
       rule(markChain(m), "", [&] { e_.setMark(false, mask, m); });
     }
+    for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+      const auto i = static_cast<size_t>(f);
+      prefixSet(std::string("incluster") + suffix(f), f, t_.inCluster[i]);
+      addressSet(std::string("nodes") + suffix(f), f, t_.nodes[i]);
+      tunnelSourceSet(std::string("tunsrc") + suffix(f), f, t_.tunnelSources[i]);
+    }
+    for (const char* c : {kTunnelNotNode, kTunnelFromPod, kTunnelForged}) {
+      counterObject(c);
+    }
+    auto udpToTunnel = [&] {
+      e_.match(
+          "==", [&] { e_.payload("udp", "dport"); }, [&] { w_.Uint(t_.tunnelPort); });
+    };
     forEachClassified([&](const NftPolicy& p, const std::string& base, ipam::Family f, size_t i) {
       prefixSet(base + "dst" + suffix(f), f, p.destinations[i]);
       prefixSet(base + "exc" + suffix(f), f, p.excluded[i]);
@@ -340,10 +420,45 @@ class Builder {
       ctDirection("reply");
       e_.verdict("return");
     });
+    // What the tunnel delivers that opens a connection must be a source pod of the node that
+    // sent it: its inner source MAC is that node's tunnel MAC, its address a pod the view places
+    // there. (Replies through the tunnel are the reply direction and returned above.)
+    for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+      rule("classify", "", [&] {
+        e_.matchName("==", "iifname", tun);
+        e_.match(
+            "==", [&] { e_.meta("nfproto"); },
+            [&] { w_.String(f == ipam::Family::kIPv4 ? "ipv4" : "ipv6"); });
+        e_.match(
+            "!=",
+            [&] {
+              w_.StartObject();
+              w_.Key("concat");
+              w_.StartArray();
+              e_.payload("ether", "saddr");
+              e_.payload(proto(f), "saddr");
+              w_.EndArray();
+              w_.EndObject();
+            },
+            [&] { e_.str(std::string("@tunsrc") + suffix(f)); });
+        countAs(kTunnelForged);
+        e_.verdict("drop");
+      });
+    }
     rule("classify", "", [&] {
       e_.matchName("==", "iifname", tun);
       e_.setMark(true, mask, t_.replyMark);
     });
+    // In-cluster traffic never leaves by a gateway: node addresses (the API server's too,
+    // NodePorts, hostNetwork pods), pod and service ranges.
+    for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+      rule("classify", "", [&] {
+        e_.match(
+            "==", [&] { e_.payload(proto(f), "daddr"); },
+            [&] { e_.str(std::string("@incluster") + suffix(f)); });
+        e_.verdict("return");
+      });
+    }
     forEachClassified([&](const NftPolicy& p, const std::string& base, ipam::Family f, size_t) {
       rule("classify", p.key, [&] {
         e_.match(
@@ -453,6 +568,31 @@ class Builder {
       e_.matchName("==", "oifname", tun);
       e_.verdict("drop");
     });
+    // The tunnel's own packets leave this node from the output hook; a forwarded one comes from a
+    // pod (or anything routed through this node) pretending to be a node's tunnel endpoint.
+    for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+      rule("forward", "", [&] {
+        e_.match(
+            "==", [&] { e_.payload(proto(f), "daddr"); },
+            [&] { e_.str(std::string("@nodes") + suffix(f)); });
+        udpToTunnel();
+        countAs(kTunnelFromPod);
+        e_.verdict("drop");
+      });
+    }
+    // Whoever sends to the tunnel port must be a node: the outer source of what the tunnel
+    // decapsulates is checked here, before the tunnel's socket gets it.
+    chain("tunnel_in", "filter", "input", -150);
+    for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+      rule("tunnel_in", "", [&] {
+        e_.match(
+            "!=", [&] { e_.payload(proto(f), "saddr"); },
+            [&] { e_.str(std::string("@nodes") + suffix(f)); });
+        udpToTunnel();
+        countAs(kTunnelNotNode);
+        e_.verdict("drop");
+      });
+    }
     rule("forward", "", [&] {
       e_.matchName("==", "oifname", tun);
       e_.match(
@@ -535,6 +675,23 @@ std::string NftTable::toString() const {
   for (const auto& e : egressIPs) {
     std::snprintf(buf, sizeof buf, " mark 0x%x%s\n", e.mark, e.held ? " held" : "");
     out += "nft eip " + e.ip.toString() + buf;
+  }
+  for (const auto& list : inCluster) {
+    for (const auto& d : list) {
+      out += "nft incluster " + d.toString() + "\n";
+    }
+  }
+  for (const auto& list : nodes) {
+    for (const auto& a : list) {
+      out += "nft node " + a.toString() + "\n";
+    }
+  }
+  for (const auto& list : tunnelSources) {
+    for (const auto& src : list) {
+      std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", src.mac[0], src.mac[1],
+                    src.mac[2], src.mac[3], src.mac[4], src.mac[5]);
+      out += std::string("nft tunsrc ") + buf + " " + src.ip.toString() + "\n";
+    }
   }
   for (const auto& p : policies) {
     for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {

@@ -30,6 +30,37 @@ std::optional<int> parseBits(std::string_view text, int max) {
   return bits;
 }
 
+struct SpecialBlock {
+  Prefix prefix;
+  std::string_view name;
+};
+
+constexpr Uint128 v6High(uint64_t high16) {
+  return Uint128{high16} << 112;
+}
+
+// The blocks of address.h, per family, in its order. Built once, never destroyed (a static with
+// a destructor would run at exit while another thread may still call specialUse()).
+const std::array<std::vector<SpecialBlock>, 2>& specialBlocks() {
+  static const auto* const blocks = new std::array<std::vector<SpecialBlock>, 2>{{
+      {
+          {{{Family::kIPv4, 0x00000000}, 8}, "this network"},
+          {{{Family::kIPv4, 0x7F000000}, 8}, "loopback"},
+          {{{Family::kIPv4, 0xA9FE0000}, 16}, "link-local"},
+          {{{Family::kIPv4, 0xE0000000}, 4}, "multicast"},
+          {{{Family::kIPv4, 0xF0000000}, 4}, "reserved"},
+      },
+      {
+          {{{Family::kIPv6, 0}, 128}, "unspecified"},
+          {{{Family::kIPv6, 1}, 128}, "loopback"},
+          {{{Family::kIPv6, v6High(0xfe80)}, 10}, "link-local"},
+          {{{Family::kIPv6, v6High(0xff00)}, 8}, "multicast"},
+          {{{Family::kIPv6, Uint128{0xffff} << 32}, 96}, "IPv4-mapped"},
+      },
+  }};
+  return *blocks;
+}
+
 }  // namespace
 
 std::string_view familyName(Family family) {
@@ -107,6 +138,41 @@ std::optional<Prefix> parseAddressOrCIDR(std::string_view text) {
     return std::nullopt;
   }
   return Prefix{*address, familyBits(address->family)};
+}
+
+std::optional<std::string_view> specialUse(const Address& address) {
+  for (const SpecialBlock& b : specialBlocks()[static_cast<size_t>(address.family)]) {
+    if (address.value >= b.prefix.first() && address.value <= b.prefix.last()) {
+      return b.name;
+    }
+  }
+  return std::nullopt;
+}
+
+const std::vector<Prefix>& specialUsePrefixes(Family family) {
+  static const auto* const prefixes = [] {
+    auto* out = new std::array<std::vector<Prefix>, 2>;
+    for (size_t f = 0; f < 2; ++f) {
+      for (const SpecialBlock& b : specialBlocks()[f]) {
+        (*out)[f].push_back(b.prefix);
+      }
+    }
+    return out;
+  }();
+  return (*prefixes)[static_cast<size_t>(family)];
+}
+
+std::string specialUsePhrase(std::string_view name) {
+  const bool vowel =
+      !name.empty() && std::string_view("aeiouAEIOU").find(name[0]) != std::string_view::npos;
+  const bool words = name.find(' ') != std::string_view::npos;
+  std::string out = vowel ? "an " : "a ";
+  if (words) {
+    out += "\"" + std::string(name) + "\"";
+  } else {
+    out += name;
+  }
+  return out + " address";
 }
 
 std::ostream& operator<<(std::ostream& out, const Address& address) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace egress::ipam {
 
@@ -60,6 +61,23 @@ struct Prefix {
 std::optional<Prefix> parseCIDR(std::string_view text);
 // A CIDR, or a bare address as its /32 or /128 (the `ip-or-cidr` format of IPAMPool.exclude).
 std::optional<Prefix> parseAddressOrCIDR(std::string_view text);
+
+// Special-use addresses (RFC 6890's registries) that can never be an egress IP: a node answers
+// for an egress IP by proxy ARP / NDP, and no host answers for these that way, or may. IPv4:
+// "this network" 0.0.0.0/8 (0.0.0.0 included), "loopback" 127.0.0.0/8, "link-local"
+// 169.254.0.0/16, "multicast" 224.0.0.0/4, "reserved" 240.0.0.0/4 (255.255.255.255 included).
+// IPv6: "unspecified" ::/128, "loopback" ::1/128, "link-local" fe80::/10, "multicast" ff00::/8,
+// "IPv4-mapped" ::ffff:0:0/96 (an IPv4 address in IPv6 text: never on the wire as such).
+// Documentation ranges (192.0.2.0/24, 2001:db8::/32, ...) and private ones are not here: tests,
+// demos and clusters use them on purpose.
+//
+// The name of the block `address` lies in ("link-local", ...), or nothing.
+std::optional<std::string_view> specialUse(const Address& address);
+// The blocks of `family`, in the order above.
+const std::vector<Prefix>& specialUsePrefixes(Family family);
+// "a link-local address", "an IPv4-mapped address", "a \"this network\" address": a block's name
+// (specialUse()) as the end of a sentence "X is ...", for messages.
+std::string specialUsePhrase(std::string_view name);
 
 // For test failure messages.
 std::ostream& operator<<(std::ostream& out, const Address& address);

@@ -26,12 +26,12 @@ std::string_view shortfallName(Shortfall s) {
       return "PoolChanged";
     case Shortfall::kPoolExhausted:
       return "PoolExhausted";
-    case Shortfall::kNotEnoughAddresses:
-      return "NotEnoughAddresses";
     case Shortfall::kAddressConflict:
       return "AddressConflict";
     case Shortfall::kAddressNotInPool:
       return "AddressNotInPool";
+    case Shortfall::kAddressReserved:
+      return "AddressReserved";
     case Shortfall::kInvalidAddress:
       return "InvalidAddress";
   }
@@ -44,13 +44,16 @@ bool older(int64_t createdA, const std::string& nameA, int64_t createdB, const s
   return std::tie(createdA, nameA) < std::tie(createdB, nameB);
 }
 
+bool meets(const Prefix& a, const Prefix& b) {
+  return a.address.family == b.address.family && a.first() <= b.last() && b.first() <= a.last();
+}
+
 bool poolsOverlap(const PoolSpec& a, const PoolSpec& b) {
   for (const auto& ta : a.cidrs) {
     auto pa = parseCIDR(ta);
     for (const auto& tb : b.cidrs) {
       auto pb = parseCIDR(tb);
-      if (pa && pb && pa->address.family == pb->address.family && pa->first() <= pb->last() &&
-          pb->first() <= pa->last()) {
+      if (pa && pb && meets(*pa, *pb)) {
         return true;
       }
     }
@@ -67,6 +70,53 @@ void noteShortfall(Assignment& out, Shortfall s, std::string message) {
 }
 
 }  // namespace
+
+std::vector<std::string> Allocator::reservedIn(const PoolSpec& spec) const {
+  std::vector<std::string> out;
+  if (reserved_.empty()) {
+    return out;
+  }
+  std::vector<Prefix> cidrs;
+  for (const auto& text : spec.cidrs) {
+    if (auto p = parseCIDR(text)) {
+      cidrs.push_back(*p);
+    }
+  }
+  for (const Reservation& r : reserved_) {
+    if (std::any_of(cidrs.begin(), cidrs.end(),
+                    [&](const Prefix& c) { return meets(c, r.prefix); })) {
+      out.push_back(r.prefix.toString());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Allocator::PoolRecord Allocator::makePool(const PoolSpec& spec) const {
+  PoolRecord rec{spec, std::nullopt, "", reservedIn(spec)};
+  // The spec's own exclusions first: an error names the first of them that does not parse, and
+  // the reserved prefixes always do.
+  std::vector<std::string> exclude = spec.exclude;
+  exclude.insert(exclude.end(), rec.reservedExclude.begin(), rec.reservedExclude.end());
+  auto created = Pool::create(spec.cidrs, exclude);
+  if (created) {
+    rec.pool = std::move(*created);
+  } else {
+    rec.invalid = created.error().message;
+  }
+  return rec;
+}
+
+std::optional<std::string> Allocator::unusableReason(const Address& a) const {
+  if (auto why = reservedReason(a)) {
+    return why;
+  }
+  if (auto special = specialUse(a)) {
+    return specialUsePhrase(*special);
+  }
+  return std::nullopt;
+}
 
 Allocator::PoolRecord* Allocator::findPool(std::string_view name) {
   auto it = pools_.find(name);
@@ -120,14 +170,7 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
   holders_.clear();
   owners_.clear();
   for (const auto& spec : pools) {
-    PoolRecord rec{spec, std::nullopt, ""};
-    auto created = Pool::create(spec.cidrs, spec.exclude);
-    if (created) {
-      rec.pool = std::move(*created);
-    } else {
-      rec.invalid = created.error().message;
-    }
-    pools_.insert_or_assign(spec.name, std::move(rec));
+    pools_.insert_or_assign(spec.name, makePool(spec));
   }
   recomputeOverlaps();
 
@@ -184,22 +227,41 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
       }
     }
     for (auto& e : rec.pool->restore(ledger)) {
-      conflicts.push_back({e.owner, e.address, "", e.reason,
-                           e.message + " (pool " + name + "); it stays held by " + e.owner});
+      // The pool sees a reservation as one more exclusion, and a reserved address outside its
+      // CIDRs as merely not in it: the reservation is the news (a node's address held as an
+      // egress IP), so it is what the conflict names.
+      auto a = parseAddress(e.address);
+      auto why = a && (e.reason == Reason::kNotInPool || e.reason == Reason::kExcluded)
+                     ? unusableReason(*a)
+                     : std::nullopt;
+      if (why) {
+        conflicts.push_back(
+            {e.owner, e.address, "", Reason::kExcluded,
+             e.address + " is " + *why + " (pool " + name + "); it stays held by " + e.owner});
+      } else {
+        conflicts.push_back({e.owner, e.address, "", e.reason,
+                             e.message + " (pool " + name + "); it stays held by " + e.owner});
+      }
+    }
+  }
+  // Holdings no Pool restored (no pool, a missing or an invalid one): no Pool reports them, so
+  // the reserved and special-use ones are reported here. They stay held all the same.
+  for (const auto& [address, holding] : holders_) {
+    const PoolRecord* rec = findPool(holding.pool);
+    if (rec != nullptr && rec->pool) {
+      continue;
+    }
+    if (auto why = unusableReason(address)) {
+      const std::string text = address.toString();
+      conflicts.push_back({holding.owner, text, "", Reason::kExcluded,
+                           text + " is " + *why + "; it stays held by " + holding.owner});
     }
   }
   return conflicts;
 }
 
 void Allocator::setPool(const PoolSpec& spec) {
-  PoolRecord rec{spec, std::nullopt, ""};
-  auto created = Pool::create(spec.cidrs, spec.exclude);
-  if (created) {
-    rec.pool = std::move(*created);
-  } else {
-    rec.invalid = created.error().message;
-  }
-  auto [it, inserted] = pools_.insert_or_assign(spec.name, std::move(rec));
+  auto [it, inserted] = pools_.insert_or_assign(spec.name, makePool(spec));
   restoreInto(it->second);
   recomputeOverlaps();
 }
@@ -209,6 +271,31 @@ void Allocator::removePool(std::string_view name) {
     pools_.erase(it);
     recomputeOverlaps();
   }
+}
+
+void Allocator::setReserved(std::vector<Reservation> reserved) {
+  if (reserved == reserved_) {
+    return;
+  }
+  reserved_ = std::move(reserved);
+  for (auto& [name, rec] : pools_) {
+    // Node churn far from every pool (the usual case) rebuilds nothing.
+    if (reservedIn(rec.spec) == rec.reservedExclude) {
+      continue;
+    }
+    rec = makePool(rec.spec);
+    restoreInto(rec);
+  }
+}
+
+std::optional<std::string> Allocator::reservedReason(const Address& address) const {
+  for (const Reservation& r : reserved_) {
+    if (address.family == r.prefix.address.family && address.value >= r.prefix.first() &&
+        address.value <= r.prefix.last()) {
+      return r.why;
+    }
+  }
+  return std::nullopt;
 }
 
 bool Allocator::take(const std::string& owner, const std::string& pool, const Address& a) {
@@ -350,14 +437,23 @@ Assignment Allocator::assign(const AssignRequest& req) {
           }
           continue;
         }
+        // From here on it would be a new holding: the cluster's own and special-use addresses
+        // are refused whatever the pool, and without a pool nothing new is taken.
+        if (auto why = unusableReason(a)) {
+          noteShortfall(out, Shortfall::kAddressReserved,
+                        "explicit address " + text + " is " + *why);
+          continue;
+        }
         if (req.pool.empty()) {
           if (!req.allowNew) {
             noteShortfall(out, req.denied, req.deniedMessage);
-            continue;
+          } else {
+            noteShortfall(out, Shortfall::kNoPool,
+                          "explicit address " + text +
+                              " has no pool: addresses come only from an IPAMPool "
+                              "(spec.egressIP.pool or the OperatorConfig's defaultPool) whose "
+                              "namespaceSelector admits the policy's namespace");
           }
-          take(req.owner, "", a);
-          out.allocated.push_back(a);
-          entry.push_back(a);
           continue;
         }
         if (auto blocked = newAllocationBlocked()) {
@@ -384,16 +480,9 @@ Assignment Allocator::assign(const AssignRequest& req) {
         continue;
       }
       if (req.pool.empty()) {
-        if (ex.empty()) {
-          noteShortfall(out, Shortfall::kNoPool,
-                        "no pool: name one in spec.egressIP.pool, set the OperatorConfig's "
-                        "defaultPool, or list explicit addresses");
-        } else {
-          noteShortfall(out, Shortfall::kNotEnoughAddresses,
-                        std::to_string(ex.size()) + " explicit " + std::string(familyName(f)) +
-                            " addresses for " + std::to_string(req.replicas) +
-                            " replicas, and no pool to allocate the rest from");
-        }
+        noteShortfall(out, Shortfall::kNoPool,
+                      "no pool: name one in spec.egressIP.pool or set the OperatorConfig's "
+                      "defaultPool");
         continue;
       }
       if (auto blocked = newAllocationBlocked()) {

@@ -4,22 +4,38 @@
 // pool's free space; the Allocator adds what only a view of all of them can decide, with no I/O
 // and no Kubernetes types, so the controller's rules can be tested exhaustively here:
 //
-//   - One address, one holder, cluster-wide. Pools may overlap and a policy may hold explicit
-//     addresses with no pool at all, so uniqueness is checked against every holding, not per
-//     pool. An address one pool would hand out but that is held elsewhere is fenced off in that
-//     pool (held by an internal owner) the moment it is met, and never handed out.
+//   - One address, one holder, cluster-wide. Pools may overlap and an old ledger may hold
+//     explicit addresses with no pool at all, so uniqueness is checked against every holding, not
+//     per pool. An address one pool would hand out but that is held elsewhere is fenced off in
+//     that pool (held by an internal owner) the moment it is met, and never handed out.
+//   - Addresses come only from pools. An egress IP is answered for by a node's proxy ARP / NDP,
+//     so an address no IPAMPool admitted (through its namespaceSelector) could take over any
+//     address of the cluster's network: a new explicit address of a policy without a pool is
+//     refused (NoPool). What an existing ledger already holds without a pool stays held (fail
+//     closed: dropping it would hand out an address a gateway may still carry).
+//   - Reservations (setReserved()) are the cluster's own addresses, which no pool may hand out
+//     whatever its spec says: node InternalIPs, the pod and service CIDRs, the API server's
+//     address. Every pool treats those overlapping its CIDRs as exclusions, and the special-use
+//     blocks of address.h (loopback, link-local, multicast, ...) are never usable in any pool.
+//     A new explicit address that is reserved or special-use is refused (AddressReserved, naming
+//     why). Reserving an address somebody already holds never takes it away: it stays held by its
+//     owner, in its ledger, counted as `outside`, and is never handed to anyone else, exactly as
+//     for an exclusion added to a pool's spec.
 //   - rebuild() is the start hook's restore: the policies' ledgers (status.pool +
 //     status.gateways) in, every conflict out. The older policy (creation time, then name) keeps
-//     a doubly claimed address; addresses outside their pool or excluded stay held by their
-//     owner (fail closed) and are counted as `outside`; a ledger naming a pool that does not
-//     exist keeps its addresses held, waiting for the pool.
+//     a doubly claimed address; addresses outside their pool, excluded, reserved or special-use
+//     stay held by their owner (fail closed) and are counted as `outside`, the reserved and
+//     special-use ones reported as Excluded whatever pool they are in, naming why; a ledger
+//     naming a pool that does not exist keeps its addresses held, waiting for the pool.
+//     Reservations survive a rebuild: they are the caller's to set, before or after.
 //   - Overlapping pools: the older pool (creation time, then name) wins; the newer one makes no
 //     new allocations while it overlaps (overlapOf()).
 //   - assign() brings one policy to `replicas` ledger entries (one address per family each):
 //     explicit addresses first, in order, then the addresses it already holds, in ledger order
 //     (sticky: an entry's address never changes while the policy keeps the entry), then new ones,
-//     lowest first. Entries it cannot complete are left out and the reason says why; nothing is
-//     released by assign().
+//     lowest first. Only new holdings are checked against reservations and the no-pool rule: an
+//     address the policy already holds stays in its entry. Entries it cannot complete are left
+//     out and the reason says why; nothing is released by assign().
 //   - Releases are two-phase: commit() is called once the new ledger is written to the API, and
 //     only then does what the policy held beyond it become free. A crash between the two leaves
 //     the old ledger in the API, whose addresses are then still held by nobody else.
@@ -58,6 +74,17 @@ struct PoolSpec {
 // One gateway's addresses: one per family the policy asks for, IPv4 first.
 using Entry = std::vector<Address>;
 
+// An address range of the cluster itself that no pool may hand out (Allocator::setReserved).
+struct Reservation {
+  // A node's InternalIP as a /32 or /128, a cluster CIDR, the API server's address, ...
+  Prefix prefix;
+  // What it is, completing "explicit address X is ...": "node n1's InternalIP", "a cluster CIDR
+  // (OperatorConfig spec.clusterCIDRs)".
+  std::string why;
+
+  bool operator==(const Reservation&) const = default;
+};
+
 // What a policy's status says it holds.
 struct PolicyLedger {
   std::string owner;
@@ -71,18 +98,18 @@ struct PolicyLedger {
 // Why a policy holds fewer entries than it asked for, as the IPAllocated condition's reason.
 enum class Shortfall {
   kNone,
-  kNoPool,              // no pool named, no default, and no explicit addresses
-  kPoolNotFound,        // the named pool does not exist
-  kPoolInvalid,         // the pool's spec does not parse
-  kPoolDisabled,        // spec.disabled: no new allocations
-  kPoolOverlapping,     // a newer pool overlapping an older one: no new allocations
-  kNotAllowed,          // the caller forbade new allocations (the pool's namespaceSelector)
-  kPoolChanged,         // the spec names another pool than the one the ledger is in
-  kPoolExhausted,       // no free address of a family
-  kNotEnoughAddresses,  // no pool, and fewer explicit addresses than replicas
-  kAddressConflict,     // an explicit address is held by another policy
-  kAddressNotInPool,    // an explicit address is outside the pool or excluded
-  kInvalidAddress,      // an explicit address is not an IP address
+  kNoPool,            // no pool named and no default (explicit addresses need one too)
+  kPoolNotFound,      // the named pool does not exist
+  kPoolInvalid,       // the pool's spec does not parse
+  kPoolDisabled,      // spec.disabled: no new allocations
+  kPoolOverlapping,   // a newer pool overlapping an older one: no new allocations
+  kNotAllowed,        // the caller forbade new allocations (the pool's namespaceSelector)
+  kPoolChanged,       // the spec names another pool than the one the ledger is in
+  kPoolExhausted,     // no free address of a family
+  kAddressConflict,   // an explicit address is held by another policy
+  kAddressNotInPool,  // an explicit address is outside the pool or excluded
+  kAddressReserved,   // an explicit address is reserved (setReserved) or special-use
+  kInvalidAddress,    // an explicit address is not an IP address
 };
 
 // "PoolExhausted", ... ; "" for kNone.
@@ -123,7 +150,8 @@ struct RebuildConflict {
   // kAlreadyAllocated: the older policy that keeps it; empty otherwise.
   std::string holder;
   // kAlreadyAllocated (lost to `holder`), kInvalidAddress (not an address: dropped),
-  // kNotInPool / kExcluded (kept, held outside the pool).
+  // kNotInPool / kExcluded (kept, held outside the pool; kExcluded also for a reserved or
+  // special-use address, in a pool or not, the message naming why).
   Reason reason = Reason::kAlreadyAllocated;
   std::string message;
 };
@@ -157,6 +185,13 @@ class Allocator {
   void setPool(const PoolSpec& spec);
   // A pool was deleted: what its policies hold stays held, waiting for a pool of that name.
   void removePool(std::string_view name);
+
+  // Replaces the reservations. A pool whose CIDRs meet a reservation that came or went is built
+  // afresh with it as an exclusion and keeps every holding (as setPool() does); the same list
+  // again, or a change no pool's CIDRs meet, rebuilds nothing.
+  void setReserved(std::vector<Reservation> reserved);
+  // The `why` of the first reservation containing `address`; nothing if none does.
+  std::optional<std::string> reservedReason(const Address& address) const;
 
   Assignment assign(const AssignRequest& request);
   // The owner's ledger `entries` (in `pool`) is now written: frees what it held beyond them,
@@ -195,6 +230,8 @@ class Allocator {
     PoolSpec spec;
     std::optional<Pool> pool;  // nullopt: the spec does not parse
     std::string invalid;
+    // The reserved prefixes meeting the spec's CIDRs that `pool` excludes, sorted, as text.
+    std::vector<std::string> reservedExclude;
   };
   struct Holding {
     std::string owner;
@@ -208,6 +245,13 @@ class Allocator {
     std::string waitingPool;  // set while short of free addresses there
   };
 
+  // A record for `spec`, its Pool built with the spec's exclusions plus the reservations.
+  PoolRecord makePool(const PoolSpec& spec) const;
+  // The reserved prefixes meeting `spec`'s CIDRs, sorted, as text.
+  std::vector<std::string> reservedIn(const PoolSpec& spec) const;
+  // Why `a` may not become anybody's new holding: a reservation's `why` or "a link-local
+  // address"; nothing if it may.
+  std::optional<std::string> unusableReason(const Address& a) const;
   PoolRecord* findPool(std::string_view name);
   const PoolRecord* findPool(std::string_view name) const;
   void recomputeOverlaps();
@@ -223,6 +267,7 @@ class Allocator {
   std::map<std::string, std::string, std::less<>> overlaps_;  // newer pool -> older pool
   std::map<Address, Holding> holders_;
   std::map<std::string, OwnerRecord, std::less<>> owners_;
+  std::vector<Reservation> reserved_;
 };
 
 }  // namespace egress::ipam

@@ -38,15 +38,26 @@ Error alreadyAllocated(std::string_view text, std::string_view owner, const std:
   return e;
 }
 
-// The addresses a CIDR contributes: all of it, but an IPv4 network and broadcast address when
-// the prefix is shorter than /31.
+// The addresses a CIDR contributes before exclusions and special-use blocks: all of it, but an
+// IPv4 network and broadcast address when the prefix is shorter than /31, and an IPv6 all-zeros
+// address (Subnet-Router anycast) when it is shorter than /127. IPv6 has no broadcast address.
 Range usableRange(const Prefix& p) {
   Range r{p.first(), p.last()};
   if (p.address.family == Family::kIPv4 && p.bits < 31) {
     ++r.first;
     --r.last;
+  } else if (p.address.family == Family::kIPv6 && p.bits < 127) {
+    ++r.first;
   }
   return r;
+}
+
+RangeSet specialUseRanges(Family family) {
+  std::vector<Range> ranges;
+  for (const Prefix& p : specialUsePrefixes(family)) {
+    ranges.push_back({p.first(), p.last()});
+  }
+  return RangeSet(std::move(ranges));
 }
 
 }  // namespace
@@ -93,7 +104,9 @@ Result<Pool, Error> Pool::create(const std::vector<std::string>& cidrs,
     fs.present = !whole[f].empty();
     fs.cidrs = RangeSet(std::move(whole[f]));
     fs.excluded = RangeSet(std::move(excluded[f]));
-    fs.usable = RangeSet(std::move(usable[f])).minus(fs.excluded);
+    fs.usable = RangeSet(std::move(usable[f]))
+                    .minus(fs.excluded)
+                    .minus(specialUseRanges(static_cast<Family>(f)));
     fs.total = fs.usable.size();
   }
   pool.clearAllocations();
@@ -252,6 +265,15 @@ std::optional<Error> Pool::checkUsable(const Address& address, std::string_view 
   if (fs.excluded.contains(address.value)) {
     return makeError(Reason::kExcluded, text, owner,
                      std::string(text) + " is excluded from the pool");
+  }
+  if (auto special = specialUse(address)) {
+    return makeError(Reason::kExcluded, text, owner,
+                     std::string(text) + " is " + specialUsePhrase(*special));
+  }
+  // In a CIDR, not excluded, not special, not usable: an address its CIDR does not contribute.
+  if (address.family == Family::kIPv6) {
+    return makeError(Reason::kExcluded, text, owner,
+                     std::string(text) + " is the Subnet-Router anycast address of its CIDR");
   }
   return makeError(Reason::kExcluded, text, owner,
                    std::string(text) + " is the network or broadcast address of its CIDR");

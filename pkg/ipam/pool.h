@@ -8,9 +8,14 @@
 //
 // Which addresses a pool hands out, per family: the union of its CIDRs, where an IPv4 CIDR
 // shorter than /31 contributes its addresses but its network and broadcast address (a /31 or
-// /32 contributes all, RFC 3021), minus the union of the exclusions (exclusions outside every
-// CIDR, or of the other family, change nothing). Overlapping CIDRs count their addresses once;
-// an address that is the broadcast of one CIDR and a host of a larger overlapping one is usable.
+// /32 contributes all, RFC 3021) and an IPv6 CIDR shorter than /127 its addresses but the first,
+// all-zeros one (the Subnet-Router anycast address, RFC 4291 2.6.1: every router of the subnet
+// answers for it, so a node's proxy NDP must not; a /127 or /128 contributes all, RFC 6164),
+// minus the union of the exclusions (exclusions outside every CIDR, or of the other family,
+// change nothing), minus the special-use blocks of address.h (loopback, link-local, multicast,
+// ...: no egress IP can be one, whatever CIDR a user writes). Overlapping CIDRs count their
+// addresses once; an address that is the broadcast (or anycast) address of one CIDR and a host
+// of a larger overlapping one is usable.
 //
 // Rules:
 //   - Allocation is deterministic: the lowest free addresses of the family, in order, so users
@@ -20,11 +25,11 @@
 //   - restore() replaces every allocation with the ledger's and returns every conflict in one
 //     list, never picking silently. An address claimed by two owners stays with the first in
 //     ledger order (owners sorted by name) and the other claim is an AlreadyAllocated conflict.
-//     An address outside the pool's CIDRs (NotInPool) or inside an exclusion, network or
-//     broadcast address (Excluded) is a conflict and STAYS HELD by its owner: it appears in
-//     ledger() and addressesOf(), counts as `outside`, is never handed to anyone else, and if a
-//     later spec brings it back into the pool it is still its owner's. Releasing it does not make
-//     it allocatable unless it is in the pool.
+//     An address outside the pool's CIDRs (NotInPool) or one of its CIDRs does not contribute
+//     (Excluded: an exclusion, a special-use, network, broadcast or anycast address) is a conflict
+//     and STAYS HELD by its owner: it appears in ledger() and addressesOf(), counts as `outside`,
+//     is never handed to anyone else, and if a later spec brings it back into the pool it is still
+//     its owner's. Releasing it does not make it allocatable unless it is in the pool.
 //   - reserve() checks the address against the pool first, then against its holder: an address
 //     the owner already holds succeeds again (idempotent), unless it is no longer usable (a held
 //     conflict keeps failing NotInPool / Excluded, so the condition stays). release() of an
@@ -61,7 +66,8 @@ enum class Reason {
   kPoolExhausted,
   // Outside every CIDR of the pool (including an address of a family the pool lacks).
   kNotInPool,
-  // Inside a CIDR but excluded, or an IPv4 network or broadcast address.
+  // Inside a CIDR but excluded, special-use (address.h), an IPv4 network or broadcast address or
+  // an IPv6 Subnet-Router anycast address.
   kExcluded,
   // Held by another owner (Error::holder).
   kAlreadyAllocated,
@@ -86,9 +92,10 @@ struct Error {
   bool operator==(const Error&) const = default;
 };
 
-// Addresses of one family. total = usable addresses (CIDRs minus exclusions minus IPv4 network
-// and broadcast); allocated = held addresses among them; free = total - allocated, computed
-// exactly and then saturated; outside = held addresses that are not usable (restored conflicts).
+// Addresses of one family. total = usable addresses (CIDRs minus exclusions, special-use blocks,
+// IPv4 network and broadcast and IPv6 anycast addresses); allocated = held addresses among them;
+// free = total - allocated, computed exactly and then saturated; outside = held addresses that are
+// not usable (restored conflicts).
 struct FamilyCounts {
   static constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
@@ -140,7 +147,7 @@ class Pool {
   struct FamilyState {
     bool present = false;
     RangeSet cidrs;     // union of the CIDRs
-    RangeSet excluded;  // union of the exclusions
+    RangeSet excluded;  // union of the exclusions (special-use blocks not included)
     RangeSet usable;
     Uint128 total = 0;  // usable.size()
     // Maximal free intervals, first -> last.
@@ -158,7 +165,8 @@ class Pool {
   FamilyState& state(Family family) { return families_[static_cast<size_t>(family)]; }
   const FamilyState& state(Family family) const { return families_[static_cast<size_t>(family)]; }
 
-  // Why `address` cannot be handed out: kNotInPool or kExcluded, or nothing if it is usable.
+  // Why `address` cannot be handed out: kNotInPool or kExcluded, the message naming which rule
+  // (an exclusion, a special-use block, network / broadcast, anycast); nothing if it is usable.
   std::optional<Error> checkUsable(const Address& address, std::string_view text,
                                    std::string_view owner) const;
   OwnerId ownerId(std::string_view name);

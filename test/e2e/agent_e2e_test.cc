@@ -3,7 +3,8 @@
 // kernels). It starts, syncs its informers, renews its Lease egw-agent-<node> every 2 s with a 6 s
 // duration, counts what it would program from the operator's view (an EgressPolicySlice naming
 // this node as a holder) on /metrics and reports the address in its Lease
-// (egressgateway.dev/programmed), serves /healthz and /readyz, fences itself (holds nothing)
+// (egressgateway.dev/programmed) once an IPAMPool holds the address (before, it refuses it),
+// serves /healthz and /readyz, fences itself (holds nothing)
 // while it cannot reach the API to renew its Lease and holds again once it can, withdraws when
 // the view names another holder, and refuses a bad command line. What a namespace editor can
 // write (a ConfigMap egw-*, a pod labelled and annotated as a gateway on this node) it ignores,
@@ -47,6 +48,7 @@ class AgentE2E : public ::testing::Test {
     controlPlane().kubectl(
         {"delete", "configmap", "-n", "default", "egw-web", "--ignore-not-found"});
     controlPlane().kubectl({"delete", "egresspolicyslice", "default.web.0", "--ignore-not-found"});
+    controlPlane().kubectl({"delete", "ipampool", kPool, "--ignore-not-found"});
     controlPlane().kubectl({"delete", "pod", "-n", "default", "egw-web-gw", "--ignore-not-found",
                             "--grace-period=0", "--force"});
   }
@@ -84,6 +86,7 @@ class AgentE2E : public ::testing::Test {
   std::string gate() const { return podCondition("egressgateway.dev/ip-programmed"); }
 
   static constexpr const char* kLeaseNs = "egw-agent-e2e";
+  static constexpr const char* kPool = "egw-agent-e2e";
   testutil::TempDir tmp_;
   std::string node_;
   int metrics_ = testenv::freeLoopbackPort();
@@ -164,6 +167,17 @@ spec:
     return applyYaml(tmp_.path() + "/slice.yaml", yaml);
   };
   ASSERT_TRUE(holderIs(node_));
+  // The operator checked the address against the pools; the agent does not take its word for
+  // it: in no IPAMPool, it is refused (and says why), whatever the view says.
+  EXPECT_TRUE(eventually(
+      [&] {
+        return agent_->log().find("192.0.2.200 of default/web refused: it is in no IPAMPool") !=
+               std::string::npos;
+      },
+      30s))
+      << agent_->log();
+  EXPECT_EQ(metric("egw_agent_held_egress_ips"), 0);
+  ASSERT_TRUE(applyYaml(tmp_.path() + "/pool.yaml", poolYaml(kPool, {"192.0.2.192/26"})));
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_programmed_policies") == 1; }, 30s))
       << agent_->log();
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_held_egress_ips") == 1; }, 30s))

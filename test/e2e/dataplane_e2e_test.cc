@@ -512,6 +512,61 @@ TEST_F(DataplaneE2E, ATenantWithEditRightsCannotMakeAnyNodeAnnounceSnatOrRefuse)
   controlPlane().kubectl({"delete", "namespace", evil, "--wait=false"});
 }
 
+// The tunnel accepts only nodes, and from each node only its own source pods. A raw VXLAN frame
+// (the cluster's VNI and port) carrying a UDP datagram from p3 (selected, on node 3) to the
+// external server, sent to the holder (node 1):
+//   - by p2, a pod that is not selected: dropped where it is forwarded, on node 2 (from-a-pod);
+//   - by the external host: dropped by node 1, its outer source is no node's (not-a-node);
+//   - by node 2 itself (a hostNetwork process there) with node 2's tunnel MAC: dropped by node
+//     1, p3 is no pod of node 2 (forged-source).
+// None reaches the external server; each drop is counted where it happens. The same frame sent
+// by node 3, where p3 runs, leaves with the egress IP: the frames are valid, the filter is what
+// stops them.
+TEST_F(DataplaneE2E, TheTunnelTakesOnlyANodesOwnSourcePods) {
+  ASSERT_EQ(holder().second, node(1));
+  const std::string p3 =
+      kubectlOut({"get", "pod", "-n", kNs, "p3", "-o", "jsonpath={.status.podIP}"});
+  ASSERT_FALSE(p3.empty());
+  auto mac = [](const char* underlay) {
+    return dataplane::macText(dataplane::tunnelMac(*ipam::parseAddress(underlay)));
+  };
+  const std::string holderMac = mac("192.168.50.11");
+  auto send = [&](const std::string& from, const std::string& srcMac, const std::string& tag) {
+    return output("ip netns exec " + from + " python3 " + kPackets +
+                  "/vxlan_send.py 192.168.50.11 4799 4242 " + srcMac + " " + holderMac + " " + p3 +
+                  " 192.168.50.100 8080 " + tag);
+  };
+  auto drops = [&](int i, const std::string& reason) {
+    return metricSum(agentMetrics(i), "egw_agent_tunnel_dropped_packets_total",
+                     {{"reason", reason}});
+  };
+  auto seenAtExt = [&](const std::string& tag) {
+    return output(std::string("cat ") + kEchoLog).find(" " + tag + "\n") != std::string::npos;
+  };
+  const double fromPod = drops(2, "from-a-pod");
+  const double notNode = drops(1, "not-a-node");
+  const double forged = drops(1, "forged-source");
+  sh(std::string(": > ") + kEchoLog);
+
+  EXPECT_EQ(send("p2", mac("192.168.50.13"), "from-p2"), "sent\n");
+  EXPECT_EQ(send("ext", mac("192.168.50.13"), "from-ext"), "sent\n");
+  EXPECT_EQ(send(node(2), mac("192.168.50.12"), "from-node-2"), "sent\n");
+  EXPECT_TRUE(eventually([&] { return drops(2, "from-a-pod") > fromPod; }, 10s)) << agentMetrics(2);
+  EXPECT_TRUE(eventually([&] { return drops(1, "not-a-node") > notNode; }, 10s)) << agentMetrics(1);
+  EXPECT_TRUE(eventually([&] { return drops(1, "forged-source") > forged; }, 10s))
+      << agentMetrics(1);
+
+  // The control: node 3's own frame for its own pod is carried.
+  EXPECT_EQ(send(node(3), mac("192.168.50.13"), "from-node-3"), "sent\n");
+  EXPECT_TRUE(eventually([&] { return seenAtExt("from-node-3"); }, 10s))
+      << output(std::string("cat ") + kEchoLog);
+  const auto seen = output(std::string("cat ") + kEchoLog);
+  EXPECT_THAT(seen, HasSubstr("udp " + egressIP_ + ":40000 from-node-3")) << seen;
+  for (const char* tag : {"from-p2", "from-ext", "from-node-2"}) {
+    EXPECT_FALSE(seenAtExt(tag)) << tag << " reached the external server:\n" << seen;
+  }
+}
+
 TEST_F(DataplaneE2E, StrictRpFilterOnEveryNodeDoesNotBreakReplies) {
   // topology.sh sets all.rp_filter=1 (strict) in every node namespace, as hardened hosts do;
   // the replies to p3 come back through the tunnel, the agent's symmetric return path.

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
@@ -31,6 +32,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testenv::controlPlane;
+using ::testing::HasSubstr;
 using namespace e2e;  // the shared helpers (operator_helpers.h) read as this file's own
 
 class OperatorE2E : public ::testing::Test {
@@ -416,6 +418,57 @@ TEST_F(OperatorE2E, OnlyTheLeaderWritesAndTheStandbyFinishesABurstAfterTheLeader
       EXPECT_EQ(ps[n].ledger, p.ledger) << n << ": a ledger written before the failover changed";
     }
   }
+}
+
+// No pool, no address; and no pool hands out what the cluster itself uses: a node's address, an
+// address inside the cluster's CIDRs, the API server's address (here KUBERNETES_SERVICE_HOST, as
+// in a pod), even when the pool's CIDRs contain it. Each refusal is a condition and an Event that
+// say why; allocation skips them.
+TEST_F(OperatorE2E, NoPoolNoAddressAndTheClustersOwnAddressesAreNeverHandedOut) {
+  const std::string pool = "e2e-reserved-" + suffix_;
+  ASSERT_TRUE(applyPool(pool, {"198.51.100.64/29", "10.96.7.0/30"}));
+  ASSERT_TRUE(apply(operatorConfigYaml("")));
+  // A node that has (also) an address inside the pool (addresses merge by type: the test
+  // kubelet's InternalIP stays).
+  auto patched = controlPlane().kubectl(
+      {"patch", "node", "egress-node-1", "--subresource=status", "--type=strategic", "-p",
+       R"({"status":{"addresses":[{"type":"ExternalIP","address":"198.51.100.66"}]}})"});
+  ASSERT_TRUE(patched.ok()) << patched.output;
+  ASSERT_TRUE(apply(policyYaml(ns_, "nopool", "", 1, "x", {"198.51.100.70"}) + "---\n" +
+                    policyYaml(ns_, "nodeip", pool, 1, "x", {"198.51.100.66"}) + "---\n" +
+                    policyYaml(ns_, "incluster", pool, 1, "x", {"10.96.7.1"}) + "---\n" +
+                    policyYaml(ns_, "apiserver", pool, 1, "x", {"198.51.100.67"}) + "---\n" +
+                    policyYaml(ns_, "auto", pool, 3, "x")));
+  operators_.push_back(std::make_unique<Operator>(
+      tmp_.path(), "operator-reserved", std::vector<std::string>{},
+      OperatorLaunch{.wrapper = {"/usr/bin/env", "KUBERNETES_SERVICE_HOST=198.51.100.67"}}));
+  ASSERT_TRUE(operators_.back()->process().error().empty());
+  struct Refused {
+    const char* policy;
+    const char* reason;
+    const char* says;
+  };
+  for (const auto& r :
+       std::vector<Refused>{{"nopool", "NoPool", "explicit address 198.51.100.70 has no pool"},
+                            {"nodeip", "AddressReserved", "node egress-node-1's ExternalIP"},
+                            {"incluster", "AddressReserved", "cluster CIDR 10.96.0.0/12"},
+                            {"apiserver", "AddressReserved", "the API server's address"}}) {
+    EXPECT_TRUE(
+        eventually([&] { return policies(ns_)[r.policy].reason("IPAllocated") == r.reason; }, 120s))
+        << r.policy << ": " << policies(ns_)[r.policy].reason("IPAllocated");
+    EXPECT_TRUE(policies(ns_)[r.policy].egressIPs.empty()) << r.policy;
+    EXPECT_THAT(policies(ns_)[r.policy].messages["IPAllocated"], HasSubstr(r.says)) << r.policy;
+    EXPECT_TRUE(eventually([&] { return hasEvent(ns_, r.policy, r.reason, r.says); }, 30s))
+        << r.policy;
+  }
+  ASSERT_TRUE(eventually([&] { return policies(ns_)["auto"].egressIPs.size() == 3; }, 120s));
+  const auto got = policies(ns_)["auto"].egressIPs;
+  for (const char* never : {"198.51.100.66", "198.51.100.67", "10.96.7.1", "10.96.7.2"}) {
+    EXPECT_EQ(std::count(got.begin(), got.end(), never), 0) << never << " was handed out";
+  }
+  controlPlane().kubectl({"patch", "node", "egress-node-1", "--subresource=status",
+                          "--type=strategic", "-p",
+                          R"({"status":{"addresses":[{"type":"ExternalIP","$patch":"delete"}]}})"});
 }
 
 // Acceptance 8: deleting a policy garbage-collects its objects and returns its addresses.

@@ -34,10 +34,17 @@ meta::Decoded<Node> decodeNode(const rapidjson::Value& v) {
   meta::FieldReader r(v);
   Node n;
   r.object("metadata", n.metadata, meta::decodeObjectMeta);
+  std::string podCIDR;
   r.nested("spec", [&](meta::FieldReader& spec) {
     spec.read("unschedulable", n.unschedulable);
     spec.list("taints", n.taints, decodeTaint);
+    spec.read("podCIDR", podCIDR);
+    spec.read("podCIDRs", n.podCIDRs);
   });
+  // Servers before 1.16 set only spec.podCIDR; later ones set both, podCIDRs[0] == podCIDR.
+  if (n.podCIDRs.empty() && !podCIDR.empty()) {
+    n.podCIDRs.push_back(std::move(podCIDR));
+  }
   r.nested("status", [&](meta::FieldReader& status) {
     status.list("addresses", n.addresses, decodeNodeAddress);
     status.list("conditions", n.conditions, decodeNodeCondition);

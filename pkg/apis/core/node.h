@@ -1,7 +1,8 @@
 // File: node.h
 //
 // core/v1 Node: where gateway pods may be scheduled (cordon, taints), the addresses egress
-// traffic leaves from, and readiness.
+// traffic leaves from, the pod CIDRs the cluster gives it (never an egress IP, never a
+// destination that leaves through a gateway), and readiness.
 #pragma once
 
 #include <string>
@@ -40,6 +41,7 @@ struct Node {
   meta::ObjectMeta metadata;
   bool unschedulable = false;             // spec.unschedulable (cordoned)
   std::vector<Taint> taints;              // spec.taints
+  std::vector<std::string> podCIDRs;      // spec.podCIDRs (spec.podCIDR where that is all)
   std::vector<NodeAddress> addresses;     // status.addresses
   std::vector<NodeCondition> conditions;  // status.conditions
 

@@ -151,6 +151,19 @@ void stripReplicaSet(apps::ReplicaSet& rs) {
   m.finalizers.clear();
 }
 
+void stripNode(core::Node& node) {
+  auto& m = node.metadata;
+  m.labels = meta::StringMap();
+  m.annotations = meta::StringMap();
+  m.ownerReferences.clear();
+  m.finalizers.clear();
+  node.taints.clear();
+  node.conditions.clear();
+  std::erase_if(node.addresses, [](const core::NodeAddress& a) {
+    return a.type != "InternalIP" && a.type != "ExternalIP";
+  });
+}
+
 void stripNamespace(core::Namespace& ns) {
   ns.metadata.annotations = meta::StringMap();
   ns.metadata.ownerReferences.clear();
@@ -165,6 +178,7 @@ Cache::Cache(cache::SharedInformerFactory& factory, bool policyV1) : policyV1_(p
   namespaces_ = &factory.informerFor<core::Namespace>(namespacesResource(), core::decodeNamespace,
                                                       "", "", stripNamespace);
   pods_ = &factory.informerFor<core::Pod>(podsResource(), core::decodePod, "", "", stripPod);
+  nodes_ = &factory.informerFor<core::Node>(nodesResource(), core::decodeNode, "", "", stripNode);
   const std::string owned = ownedSelector();
   deployments_ = &factory.informerFor<apps::Deployment>(deploymentsResource(),
                                                         apps::decodeDeployment, "", owned);

@@ -10,6 +10,8 @@
 //   IPAMPool                cluster            whole
 //   OperatorConfig          cluster            whole (only "default" is read)
 //   Namespace               cluster            name and labels (pools' namespaceSelectors)
+//   Node                    cluster            name, addresses, podCIDRs: what no pool may
+//                                              hand out (reserved.h)
 //   Pod                     all namespaces     what the operator reads (stripPod below): a
 //                                              source pod's IPs, node, phase and hostNetwork,
 //                                              a gateway pod's uid, controller, annotation,
@@ -33,6 +35,7 @@
 
 #include "pkg/apis/apps/replica_set.h"
 #include "pkg/apis/coordination/lease.h"
+#include "pkg/apis/core/node.h"
 #include "pkg/apis/networking/v1alpha1/types.h"
 #include "pkg/cache/informer_factory.h"
 #include "pkg/cache/shared_informer.h"
@@ -57,6 +60,8 @@ bool provenGateway(const core::Pod& pod, const apps::ReplicaSet* rs,
                    const apps::Deployment* deployment, const std::string& policyUid);
 // The same for namespaces: name and labels.
 void stripNamespace(core::Namespace& ns);
+// And for nodes: name, addresses and pod CIDRs.
+void stripNode(core::Node& node);
 
 class Cache {
  public:
@@ -71,6 +76,7 @@ class Cache {
   cache::SharedIndexInformer<v1alpha1::OperatorConfig>& operatorConfigs() { return *configs_; }
   cache::SharedIndexInformer<core::Namespace>& namespaces() { return *namespaces_; }
   cache::SharedIndexInformer<core::Pod>& pods() { return *pods_; }
+  cache::SharedIndexInformer<core::Node>& nodes() { return *nodes_; }
   cache::SharedIndexInformer<apps::Deployment>& deployments() { return *deployments_; }
   cache::SharedIndexInformer<apps::ReplicaSet>& replicaSets() { return *replicaSets_; }
   cache::SharedIndexInformer<v1alpha1::EgressPolicySlice>& slices() { return *slices_; }
@@ -124,6 +130,7 @@ class Cache {
   cache::SharedIndexInformer<v1alpha1::OperatorConfig>* configs_;
   cache::SharedIndexInformer<core::Namespace>* namespaces_;
   cache::SharedIndexInformer<core::Pod>* pods_;
+  cache::SharedIndexInformer<core::Node>* nodes_;
   cache::SharedIndexInformer<apps::Deployment>* deployments_;
   cache::SharedIndexInformer<apps::ReplicaSet>* replicaSets_;
   cache::SharedIndexInformer<v1alpha1::EgressPolicySlice>* slices_;

@@ -111,6 +111,7 @@ TEST(Node, DecodesARealNode) {
   EXPECT_EQ(nodeAddress(*node, "InternalIP"), "192.168.10.13");
   EXPECT_EQ(nodeAddress(*node, "ExternalIP"), "203.0.113.23");
   EXPECT_EQ(nodeAddress(*node, "ExternalDNS"), "");
+  EXPECT_EQ(node->podCIDRs, std::vector<std::string>{"10.0.1.0/24"});
   ASSERT_EQ(node->conditions.size(), 2u);
   EXPECT_TRUE(isNodeReady(*node));
   node->conditions[1].status = "Unknown";
@@ -119,6 +120,21 @@ TEST(Node, DecodesARealNode) {
             "spec.taints[0].effect: expected string");
   EXPECT_EQ(errorOf(parseAndDecode(R"({"spec":{"unschedulable":1}})", decodeNode)),
             "spec.unschedulable: expected boolean");
+}
+
+// Dual-stack servers list both families in spec.podCIDRs; before 1.16 there is spec.podCIDR only.
+TEST(Node, PodCIDRsFromEitherField) {
+  auto dual = parseAndDecode(
+      R"({"spec":{"podCIDR":"10.244.1.0/24","podCIDRs":["10.244.1.0/24","fd00:10:244:1::/64"]}})",
+      decodeNode);
+  ASSERT_TRUE(dual) << dual.error().toString();
+  EXPECT_EQ(dual->podCIDRs, (std::vector<std::string>{"10.244.1.0/24", "fd00:10:244:1::/64"}));
+  auto old = parseAndDecode(R"({"spec":{"podCIDR":"10.244.1.0/24"}})", decodeNode);
+  ASSERT_TRUE(old) << old.error().toString();
+  EXPECT_EQ(old->podCIDRs, std::vector<std::string>{"10.244.1.0/24"});
+  auto none = parseAndDecode(R"({"spec":{}})", decodeNode);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->podCIDRs.empty());
 }
 
 TEST(Namespace, DecodesPhase) {

@@ -484,5 +484,87 @@ TEST(DesiredState, EveryNodeAsksForForwardingLooseTunnelRpFilterAndTheUplinksPro
   }
 }
 
+// The operator checked every egress IP against the pools and the cluster; the agent does not
+// take its word for it. Each of these, named in the view, gets no mark: not held, not routed,
+// its sources refused, and the reason among the problems.
+TEST(DesiredState, AnEgressIPTheClusterOwnsOrNoPoolHoldsIsRefused) {
+  struct Case {
+    const char* ip;
+    const char* why;
+  };
+  for (const auto& c : std::vector<Case>{{"127.0.0.1", "a loopback address"},
+                                         {"169.254.1.1", "a link-local address"},
+                                         {"224.0.0.5", "a multicast address"},
+                                         {"0.0.0.0", "\"this network\""},
+                                         {"192.168.50.12", "node n2's address"},
+                                         {"10.244.1.9", "in node n1's pod CIDR 10.244.1.0/24"},
+                                         {"10.96.0.7", "in the cluster CIDR 10.96.0.0/12"},
+                                         {"192.168.50.250", "the API server's address"},
+                                         {"198.51.100.1", "in no IPAMPool"}}) {
+    auto v = topology("n1");
+    v.nodes[0].podCIDRs = {cidr("10.244.1.0/24")};
+    v.clusterCIDRs = {cidr("10.96.0.0/12")};
+    v.apiServer = {ip("192.168.50.250")};
+    v.poolCIDRs.push_back(cidr("0.0.0.0/0"));  // all but the last case lie in a pool
+    if (std::string(c.ip) == "198.51.100.1") {
+      v.poolCIDRs.pop_back();
+    }
+    v.policies[0].slots[0].ips = {ip(c.ip)};
+    auto s = compute(v);
+    EXPECT_TRUE(s.held.empty()) << c.ip;
+    EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("nft eip " + std::string(c.ip)))) << c.ip;
+    EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0xfe\n"))
+        << c.ip << ": its sources are refused";
+    EXPECT_THAT(s.kernel.neighbours, ::testing::Each(::testing::Field(&Neighbour::proxy, false)))
+        << c.ip;
+    bool named = false;
+    for (const auto& p : s.problems) {
+      named = named || (p.find(std::string("egress IP ") + c.ip +
+                               " of default/web refused: it is") != std::string::npos &&
+                        p.find(c.why) != std::string::npos);
+    }
+    EXPECT_TRUE(named) << c.ip << " should be refused as " << c.why;
+  }
+}
+
+// In-cluster traffic never leaves by a gateway, whatever a policy's destinations say: every
+// node's addresses (the API server, NodePorts and hostNetwork pods are behind them), the pod
+// CIDRs, the cluster CIDRs and the API server's address are one set the classifier stops at.
+TEST(DesiredState, TheClustersOwnDestinationsAreExcludedForEveryPolicy) {
+  auto v = topology("n3");
+  v.nodes[1].podCIDRs = {cidr("10.244.2.0/24"), cidr("fd00:244:2::/64")};
+  v.clusterCIDRs = {cidr("10.96.0.0/12")};
+  v.apiServer = {ip("10.96.0.1"), ip("172.16.0.1")};
+  v.policies[0].destinations = {cidr("0.0.0.0/0")};
+  const auto text = compute(v).kernel.nft.toString();
+  for (const char* in :
+       {"192.168.50.11/32", "192.168.50.12/32", "192.168.50.13/32", "fd00:50::11/128",
+        "10.244.2.0/24", "fd00:244:2::/64", "10.96.0.0/12", "172.16.0.1/32"}) {
+    EXPECT_THAT(text, HasSubstr(std::string("nft incluster ") + in + "\n")) << in;
+  }
+  // 10.96.0.1 lies in 10.96.0.0/12: the set holds the outermost prefixes only.
+  EXPECT_THAT(text, Not(HasSubstr("nft incluster 10.96.0.1/32")));
+}
+
+// The tunnel filter's inputs: every node may send to the tunnel port; a peer's tunnel may
+// deliver only that peer's own source pods, known by its tunnel MAC; this node's own pods never
+// come through the tunnel.
+TEST(DesiredState, TheTunnelTakesEveryNodeAndEachPeersOwnSources) {
+  auto v = topology("n1");
+  auto c = config();
+  c.port = 4801;
+  const auto t = compute(v, c).kernel.nft;
+  EXPECT_EQ(t.tunnelPort, 4801);
+  const auto text = t.toString();
+  for (const char* n : {"192.168.50.11", "192.168.50.12", "192.168.50.13", "fd00:50::13"}) {
+    EXPECT_THAT(text, HasSubstr(std::string("nft node ") + n + "\n")) << n;
+  }
+  const std::string n3 = macText(tunnelMac(ip("192.168.50.13")));
+  EXPECT_THAT(text, HasSubstr("nft tunsrc " + n3 + " 10.244.3.2\n"));
+  EXPECT_THAT(text, Not(HasSubstr(" 10.244.1.2\n"))) << "p1 is this node's own";
+  // Another node's source is listed with that node's MAC, never with a third one's.
+  EXPECT_THAT(text, Not(HasSubstr(macText(tunnelMac(ip("192.168.50.12"))) + " 10.244.3.2")));
+}
+
 }  // namespace
 }  // namespace egress::dataplane

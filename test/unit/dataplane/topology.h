@@ -2,7 +2,8 @@
 //
 // The cluster of dataplane.md §3 as a ClusterView, for the data plane's tests: three nodes on
 // 192.168.50.0/24 (dual-stack InternalIPs), policy default/web selecting p1@n1 and p3@n3, its
-// one slot with egress IP .200 held by n1 (its gateway pod egw-web-a), every agent live. Tests
+// one slot with egress IP .200 held by n1 (its gateway pod egw-web-a), every agent live, the
+// egress IPs in the pools 192.168.50.192/26 and fd00:50::200/120. Tests
 // change the values (a holder, a liveness) instead of faking informers and clocks.
 #pragma once
 
@@ -22,9 +23,16 @@ inline ipam::Prefix cidr(const char* text) {
 inline ClusterView topology(const std::string& self) {
   ClusterView v;
   v.self = self;
-  v.nodes = {{"n1", ip("192.168.50.11"), ip("fd00:50::11")},
-             {"n2", ip("192.168.50.12"), ip("fd00:50::12")},
-             {"n3", ip("192.168.50.13"), ip("fd00:50::13")}};
+  for (int i = 1; i <= 3; ++i) {
+    NodeView n;
+    n.name = "n" + std::to_string(i);
+    n.ipv4 = ip(("192.168.50.1" + std::to_string(i)).c_str());
+    n.ipv6 = ip(("fd00:50::1" + std::to_string(i)).c_str());
+    n.addresses = {*n.ipv4, *n.ipv6};
+    v.nodes.push_back(n);
+  }
+  // The egress IPs' pools (the agent refuses an address in none).
+  v.poolCIDRs = {cidr("192.168.50.192/26"), cidr("fd00:50::200/120")};
   PolicyView p;
   p.key = "default/web";
   p.uid = "uid-web";

@@ -1,5 +1,9 @@
 #include "pkg/ipam/address.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace egress::ipam {
@@ -114,6 +118,80 @@ TEST(Prefix, AddressOrCIDR) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->last() - c->first(), Uint128{3});
   EXPECT_FALSE(parseAddressOrCIDR("nope"));
+}
+
+std::string specialName(std::string_view text) {
+  auto a = parseAddress(text);
+  EXPECT_TRUE(a) << text;
+  auto name = specialUse(a.value_or(Address{}));
+  return name ? std::string(*name) : "-";
+}
+
+TEST(SpecialUse, NamesTheBlockOfEachEdge) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"0.0.0.0", "this network"},
+      {"0.255.255.255", "this network"},
+      {"127.0.0.0", "loopback"},
+      {"127.255.255.255", "loopback"},
+      {"169.254.0.0", "link-local"},
+      {"169.254.255.255", "link-local"},
+      {"224.0.0.0", "multicast"},
+      {"239.255.255.255", "multicast"},
+      {"240.0.0.0", "reserved"},
+      {"255.255.255.255", "reserved"},
+      {"::", "unspecified"},
+      {"::1", "loopback"},
+      {"fe80::", "link-local"},
+      {"febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "link-local"},
+      {"ff00::", "multicast"},
+      {"ff02::1", "multicast"},
+      {"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "multicast"},
+      {"::ffff:0.0.0.0", "IPv4-mapped"},
+      {"::ffff:203.0.113.5", "IPv4-mapped"},
+      {"::ffff:255.255.255.255", "IPv4-mapped"},
+  };
+  for (const auto& [text, name] : cases) {
+    EXPECT_EQ(specialName(text), name) << text;
+  }
+}
+
+TEST(SpecialUse, LeavesEverythingElse) {
+  for (const char* text :
+       {"1.0.0.0", "126.255.255.255", "128.0.0.0", "169.253.255.255", "169.255.0.0",
+        "223.255.255.255", "10.0.0.1", "192.0.2.1", "203.0.113.5", "::2", "::fffe:ffff:ffff",
+        "::1:0:0:0", "fe7f::1", "fec0::1", "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        "2001:db8::", "2001:db8:100::", "fd00::1", "64:ff9b::c000:201"}) {
+    EXPECT_EQ(specialName(text), "-") << text;
+  }
+}
+
+std::vector<std::string> prefixTexts(Family f) {
+  std::vector<std::string> out;
+  for (const Prefix& p : specialUsePrefixes(f)) {
+    out.push_back(p.toString());
+    EXPECT_EQ(p.address.family, f) << p.toString();
+    // Each prefix is canonical and all of it is special-use.
+    EXPECT_EQ(parseCIDR(p.toString()), p) << p.toString();
+    EXPECT_TRUE(specialUse(p.address)) << p.toString();
+    EXPECT_TRUE(specialUse(Address{f, p.last()})) << p.toString();
+  }
+  return out;
+}
+
+TEST(SpecialUse, ListsTheBlocksPerFamily) {
+  EXPECT_EQ(prefixTexts(Family::kIPv4),
+            (std::vector<std::string>{"0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4",
+                                      "240.0.0.0/4"}));
+  EXPECT_EQ(prefixTexts(Family::kIPv6),
+            (std::vector<std::string>{"::/128", "::1/128", "fe80::/10", "ff00::/8",
+                                      "::ffff:0.0.0.0/96"}));
+}
+
+TEST(SpecialUse, Phrases) {
+  EXPECT_EQ(specialUsePhrase("link-local"), "a link-local address");
+  EXPECT_EQ(specialUsePhrase("IPv4-mapped"), "an IPv4-mapped address");
+  EXPECT_EQ(specialUsePhrase("unspecified"), "an unspecified address");
+  EXPECT_EQ(specialUsePhrase("this network"), "a \"this network\" address");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "pkg/ipam/allocator.h"
 
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -142,12 +144,13 @@ TEST(Allocator, DualStackEntriesHoldOneAddressOfEachFamily) {
   a.rebuild({pool("p", 1, {"203.0.113.0/30", "2001:db8::/126"})}, {});
   auto out = assignAndCommit(a, request("ns/a", "p", 2, {kV4, kV6}));
   EXPECT_EQ(out.shortfall, Shortfall::kNone);
-  EXPECT_THAT(texts(out.entries), ElementsAre("203.0.113.1,2001:db8::", "203.0.113.2,2001:db8::1"));
+  EXPECT_THAT(texts(out.entries),
+              ElementsAre("203.0.113.1,2001:db8::1", "203.0.113.2,2001:db8::2"));
   // A third replica: no IPv4 left, so the entry is IPv6 only and the shortfall says why.
   auto more = a.assign(request("ns/a", "p", 3, {kV4, kV6}));
   EXPECT_EQ(more.shortfall, Shortfall::kPoolExhausted);
   EXPECT_THAT(texts(more.entries),
-              ElementsAre("203.0.113.1,2001:db8::", "203.0.113.2,2001:db8::1", "2001:db8::2"));
+              ElementsAre("203.0.113.1,2001:db8::1", "203.0.113.2,2001:db8::2", "2001:db8::3"));
 }
 
 TEST(Allocator, ExplicitAddressHeldByAnotherPolicyIsAConflict) {
@@ -169,22 +172,51 @@ TEST(Allocator, ExplicitAddressOutsideThePoolIsRefused) {
   EXPECT_EQ(a.holderOf(ip("198.51.100.1")), "");
 }
 
-TEST(Allocator, WithoutAPoolExplicitAddressesAreHeldAndTooFewIsNotEnough) {
+// An address no IPAMPool admitted could be any address of the cluster's network.
+TEST(Allocator, WithoutAPoolNewExplicitAddressesAreRefused) {
   Allocator a;
-  a.rebuild({}, {});
+  a.rebuild({pool("p", 1, {"198.51.100.0/24"})}, {});
   auto out = assignAndCommit(a, request("ns/a", "", 2, {kV4}, {"198.51.100.7"}));
-  EXPECT_EQ(out.shortfall, Shortfall::kNotEnoughAddresses);
-  EXPECT_THAT(texts(out.entries), ElementsAre("198.51.100.7"));
+  EXPECT_EQ(out.shortfall, Shortfall::kNoPool);
+  EXPECT_EQ(out.message,
+            "explicit address 198.51.100.7 has no pool: addresses come only from an IPAMPool "
+            "(spec.egressIP.pool or the OperatorConfig's defaultPool) whose namespaceSelector "
+            "admits the policy's namespace");
+  EXPECT_THAT(out.entries, IsEmpty());
+  EXPECT_THAT(out.allocated, IsEmpty());
+  EXPECT_EQ(a.holderOf(ip("198.51.100.7")), "");
+  EXPECT_EQ(a.poolState("p").ipv4.allocated, 0);
   auto none = a.assign(request("ns/b", "", 1));
   EXPECT_EQ(none.shortfall, Shortfall::kNoPool);
+  EXPECT_EQ(none.message,
+            "no pool: name one in spec.egressIP.pool or set the OperatorConfig's defaultPool");
+  EXPECT_EQ(shortfallName(Shortfall::kNoPool), "NoPool");
+}
+
+// Existing ledgers keep theirs: dropping an address a gateway may still carry would let another
+// policy take it.
+TEST(Allocator, WithoutAPoolALedgersExplicitAddressesStayHeld) {
+  Allocator a;
+  EXPECT_THAT(a.rebuild({}, {PolicyLedger{"ns/a", 1, "", {{"198.51.100.7"}}}}), IsEmpty());
+  auto out = assignAndCommit(a, request("ns/a", "", 2, {kV4}, {"198.51.100.7", "198.51.100.8"}));
+  EXPECT_EQ(out.shortfall, Shortfall::kNoPool);
+  EXPECT_THAT(out.message, ::testing::HasSubstr("198.51.100.8 has no pool"));
+  EXPECT_THAT(texts(out.entries), ElementsAre("198.51.100.7"));
+  EXPECT_THAT(out.allocated, IsEmpty());
+  EXPECT_EQ(a.holderOf(ip("198.51.100.7")), "ns/a");
+  EXPECT_EQ(a.holderOf(ip("198.51.100.8")), "");
+  // Still its own with fewer explicit addresses than replicas: no pool for the rest.
+  auto fewer = assignAndCommit(a, request("ns/a", "", 2, {kV4}, {"198.51.100.7"}));
+  EXPECT_EQ(fewer.shortfall, Shortfall::kNoPool);
+  EXPECT_THAT(texts(fewer.entries), ElementsAre("198.51.100.7"));
   auto conflict = a.assign(request("ns/c", "", 1, {kV4}, {"198.51.100.7"}));
   EXPECT_EQ(conflict.shortfall, Shortfall::kAddressConflict);
 }
 
 TEST(Allocator, AnAddressHeldWithoutAPoolIsNeverHandedOutByAPool) {
   Allocator a;
-  a.rebuild({pool("p", 1, {"203.0.113.0/30"})}, {});
-  assignAndCommit(a, request("ns/explicit", "", 1, {kV4}, {"203.0.113.1"}));
+  a.rebuild({pool("p", 1, {"203.0.113.0/30"})},
+            {PolicyLedger{"ns/explicit", 1, "", {{"203.0.113.1"}}}});
   auto out = assignAndCommit(a, request("ns/a", "p", 2));
   EXPECT_EQ(out.shortfall, Shortfall::kPoolExhausted);
   EXPECT_THAT(texts(out.entries), ElementsAre("203.0.113.2"));
@@ -307,6 +339,154 @@ TEST(Allocator, NotAllowedKeepsWhatIsHeldButTakesNothingNew) {
   EXPECT_THAT(texts(out.entries), ElementsAre("203.0.113.1"));
 }
 
+// ---- reservations and special-use addresses --------------------------------------------------
+
+Reservation reservation(const std::string& cidr, std::string why) {
+  auto p = parseAddressOrCIDR(cidr);
+  EXPECT_TRUE(p) << cidr;
+  return Reservation{p.value_or(Prefix{}), std::move(why)};
+}
+
+TEST(Allocator, AReservedAddressIsNeverHandedOut) {
+  Allocator a;
+  a.setReserved({reservation("192.0.2.1", "node n1's InternalIP")});
+  a.rebuild({pool("p", 1, {"192.0.2.0/29"})}, {});
+  auto out = assignAndCommit(a, request("ns/a", "p", 1));
+  EXPECT_EQ(out.shortfall, Shortfall::kNone);
+  EXPECT_THAT(texts(out.entries), ElementsAre("192.0.2.2"));
+  EXPECT_EQ(a.poolState("p").ipv4, (FamilyCounts{5, 1, 4, 0}));
+  EXPECT_EQ(a.reservedReason(ip("192.0.2.1")), "node n1's InternalIP");
+  EXPECT_EQ(a.reservedReason(ip("192.0.2.2")), std::nullopt);
+  // Set after the pool, too.
+  Allocator b;
+  b.rebuild({pool("p", 1, {"192.0.2.0/29"})}, {});
+  b.setReserved({reservation("192.0.2.1", "node n1's InternalIP")});
+  EXPECT_THAT(texts(assignAndCommit(b, request("ns/a", "p", 1)).entries), ElementsAre("192.0.2.2"));
+}
+
+TEST(Allocator, ReservedReasonIsTheFirstReservationContainingTheAddress) {
+  Allocator a;
+  a.setReserved({reservation("10.96.0.0/12", "a cluster CIDR (OperatorConfig spec.clusterCIDRs)"),
+                 reservation("10.96.0.1", "the API server's address"),
+                 reservation("2001:db8::5", "node n2's InternalIP")});
+  EXPECT_EQ(a.reservedReason(ip("10.96.0.1")), "a cluster CIDR (OperatorConfig spec.clusterCIDRs)");
+  EXPECT_EQ(a.reservedReason(ip("10.111.255.255")),
+            "a cluster CIDR (OperatorConfig spec.clusterCIDRs)");
+  EXPECT_EQ(a.reservedReason(ip("10.112.0.0")), std::nullopt);
+  EXPECT_EQ(a.reservedReason(ip("2001:db8::5")), "node n2's InternalIP");
+  // Families do not mix: ::5 is not 0.0.0.5, nor 2001:db8::5's IPv4 twin.
+  EXPECT_EQ(a.reservedReason(Address{kV4, ip("2001:db8::5").value}), std::nullopt);
+  a.setReserved({});
+  EXPECT_EQ(a.reservedReason(ip("10.96.0.1")), std::nullopt);
+}
+
+TEST(Allocator, AnExplicitReservedAddressIsRefused) {
+  Allocator a;
+  a.setReserved({reservation("192.0.2.1", "node n1's InternalIP"),
+                 reservation("10.96.0.0/12", "a cluster CIDR (OperatorConfig spec.clusterCIDRs)")});
+  a.rebuild({pool("p", 1, {"192.0.2.0/29"})}, {});
+  auto out = a.assign(request("ns/a", "p", 1, {kV4}, {"192.0.2.1"}));
+  EXPECT_EQ(out.shortfall, Shortfall::kAddressReserved);
+  EXPECT_EQ(shortfallName(out.shortfall), "AddressReserved");
+  EXPECT_EQ(out.message, "explicit address 192.0.2.1 is node n1's InternalIP");
+  EXPECT_THAT(out.entries, IsEmpty());
+  EXPECT_EQ(a.holderOf(ip("192.0.2.1")), "");
+  // Outside every pool, or with none, the reservation is still what is named.
+  auto cluster = a.assign(request("ns/b", "", 1, {kV4}, {"10.96.0.10"}));
+  EXPECT_EQ(cluster.shortfall, Shortfall::kAddressReserved);
+  EXPECT_EQ(cluster.message,
+            "explicit address 10.96.0.10 is a cluster CIDR (OperatorConfig spec.clusterCIDRs)");
+  EXPECT_EQ(a.holderOf(ip("10.96.0.10")), "");
+}
+
+TEST(Allocator, AnExplicitSpecialUseAddressIsRefused) {
+  Allocator a;
+  a.rebuild({pool("p", 1, {"169.254.0.0/16", "fe80::/64", "192.0.2.0/29"})}, {});
+  auto v4 = a.assign(request("ns/a", "p", 1, {kV4}, {"169.254.10.1"}));
+  EXPECT_EQ(v4.shortfall, Shortfall::kAddressReserved);
+  EXPECT_EQ(v4.message, "explicit address 169.254.10.1 is a link-local address");
+  auto v6 = a.assign(request("ns/a", "p", 1, {kV6}, {"fe80::1"}));
+  EXPECT_EQ(v6.shortfall, Shortfall::kAddressReserved);
+  EXPECT_EQ(v6.message, "explicit address fe80::1 is a link-local address");
+  auto noPool = a.assign(request("ns/b", "", 1, {kV4}, {"127.0.0.1"}));
+  EXPECT_EQ(noPool.shortfall, Shortfall::kAddressReserved);
+  EXPECT_EQ(noPool.message, "explicit address 127.0.0.1 is a loopback address");
+  EXPECT_EQ(a.holderOf(ip("169.254.10.1")), "");
+  EXPECT_EQ(a.holderOf(ip("127.0.0.1")), "");
+}
+
+// A node joins with an address a policy already holds: the policy keeps it (fail closed), the
+// pool counts it as outside, and nobody else ever gets it.
+TEST(Allocator, ReservingAHeldAddressKeepsItWithItsOwner) {
+  Allocator a;
+  a.rebuild({pool("p", 1, {"192.0.2.0/29"})}, {});
+  assignAndCommit(a, request("ns/a", "p", 2));
+  assignAndCommit(a, request("ns/x", "p", 1, {kV4}, {"192.0.2.5"}));
+  a.setReserved({reservation("192.0.2.2", "node n1's InternalIP"),
+                 reservation("192.0.2.5", "node n2's InternalIP")});
+  EXPECT_EQ(a.poolState("p").ipv4, (FamilyCounts{4, 1, 3, 2}));
+  EXPECT_EQ(a.holderOf(ip("192.0.2.2")), "ns/a");
+  auto kept = a.assign(request("ns/a", "p", 2));
+  EXPECT_EQ(kept.shortfall, Shortfall::kNone);
+  EXPECT_THAT(texts(kept.entries), ElementsAre("192.0.2.1", "192.0.2.2"));
+  // An explicit address already held stays in its entry.
+  auto explicitKept = a.assign(request("ns/x", "p", 1, {kV4}, {"192.0.2.5"}));
+  EXPECT_EQ(explicitKept.shortfall, Shortfall::kNone);
+  EXPECT_THAT(texts(explicitKept.entries), ElementsAre("192.0.2.5"));
+  auto b = assignAndCommit(a, request("ns/b", "p", 6));
+  EXPECT_EQ(b.shortfall, Shortfall::kPoolExhausted);
+  EXPECT_THAT(texts(b.entries), ElementsAre("192.0.2.3", "192.0.2.4", "192.0.2.6"));
+  // Released, it is not handed out again while reserved.
+  a.commit("ns/a", "p", {});
+  EXPECT_EQ(a.holderOf(ip("192.0.2.2")), "");
+  EXPECT_EQ(a.poolState("p").ipv4, (FamilyCounts{4, 3, 1, 1}));
+  auto c = assignAndCommit(a, request("ns/c", "p", 2));
+  EXPECT_THAT(texts(c.entries), ElementsAre("192.0.2.1"));
+  // The node leaves: its address is the pool's again.
+  a.setReserved({reservation("192.0.2.5", "node n2's InternalIP")});
+  EXPECT_THAT(texts(assignAndCommit(a, request("ns/c", "p", 2)).entries),
+              ElementsAre("192.0.2.1", "192.0.2.2"));
+  // The same list again changes nothing.
+  a.setReserved({reservation("192.0.2.5", "node n2's InternalIP")});
+  EXPECT_EQ(a.poolState("p").ipv4, (FamilyCounts{5, 5, 0, 1}));
+}
+
+// Rebuild fails closed: a ledger address that is now reserved or special-use stays held by its
+// owner and is reported, whatever pool (or none) it is in, naming why.
+TEST(Allocator, RebuildReportsReservedAndSpecialUseLedgerAddressesAndKeepsThem) {
+  Allocator a;
+  a.setReserved({reservation("192.0.2.1", "node n1's InternalIP")});
+  auto conflicts =
+      a.rebuild({pool("p", 1, {"192.0.2.0/29"})},
+                {PolicyLedger{"ns/a", 1, "p", {{"192.0.2.1"}, {"169.254.0.9"}, {"192.0.2.2"}}},
+                 PolicyLedger{"ns/b", 2, "", {{"127.0.0.1"}, {"198.51.100.1"}}},
+                 PolicyLedger{"ns/c", 3, "missing", {{"224.0.0.1"}}}});
+  std::vector<std::tuple<std::string, std::string, Reason, std::string>> got;
+  for (const auto& c : conflicts) {
+    got.emplace_back(c.owner, c.address, c.reason, c.message);
+  }
+  using T = std::tuple<std::string, std::string, Reason, std::string>;
+  EXPECT_THAT(got, UnorderedElementsAre(
+                       T{"ns/a", "192.0.2.1", Reason::kExcluded,
+                         "192.0.2.1 is node n1's InternalIP (pool p); it stays held by ns/a"},
+                       T{"ns/a", "169.254.0.9", Reason::kExcluded,
+                         "169.254.0.9 is a link-local address (pool p); it stays held by ns/a"},
+                       T{"ns/b", "127.0.0.1", Reason::kExcluded,
+                         "127.0.0.1 is a loopback address; it stays held by ns/b"},
+                       T{"ns/c", "224.0.0.1", Reason::kExcluded,
+                         "224.0.0.1 is a multicast address; it stays held by ns/c"}));
+  for (const char* held : {"192.0.2.1", "169.254.0.9", "192.0.2.2"}) {
+    EXPECT_EQ(a.holderOf(ip(held)), "ns/a") << held;
+  }
+  EXPECT_EQ(a.holderOf(ip("127.0.0.1")), "ns/b");
+  EXPECT_EQ(a.holderOf(ip("224.0.0.1")), "ns/c");
+  EXPECT_EQ(a.poolState("p").ipv4, (FamilyCounts{5, 1, 4, 2}));
+  auto out = a.assign(request("ns/a", "p", 3));
+  EXPECT_THAT(texts(out.entries), ElementsAre("192.0.2.1", "169.254.0.9", "192.0.2.2"));
+  // The reservation survives the rebuild.
+  EXPECT_EQ(a.reservedReason(ip("192.0.2.1")), "node n1's InternalIP");
+}
+
 TEST(Allocator, ReleaseAllFreesEverythingAndForgetsTheOwner) {
   Allocator a;
   a.rebuild({pool("p", 1, {"203.0.113.0/28"})}, {});
@@ -333,8 +513,15 @@ TEST(Allocator, RandomChurnNeverHandsAnAddressOutTwice) {
     };
     for (int step = 0; step < 3000; ++step) {
       const std::string owner = "ns/" + std::to_string(next(12));
-      const uint32_t op = next(5);
-      if (op == 0) {
+      const uint32_t op = next(6);
+      if (op == 5) {
+        // A node comes or goes: at most one reserved address, sometimes a held one.
+        std::vector<Reservation> reserved;
+        if (next(2) == 0) {
+          reserved.push_back(reservation("203.0.113." + std::to_string(1 + next(30)), "a node"));
+        }
+        a.setReserved(reserved);
+      } else if (op == 0) {
         a.releaseAll(owner);
         latest.erase(owner);
       } else if (op == 4) {
@@ -358,6 +545,9 @@ TEST(Allocator, RandomChurnNeverHandsAnAddressOutTwice) {
         }
         auto out = a.assign(request(owner, next(2) == 0 ? "p" : "q", static_cast<int>(next(5)),
                                     {kV4}, explicitAddresses));
+        for (const auto& addr : out.allocated) {
+          ASSERT_FALSE(a.reservedReason(addr)) << addr << " was reserved (seed " << seed << ")";
+        }
         latest[owner] = out.entries;
         if (next(3) != 0) {
           a.commit(owner, out.pool, out.entries);

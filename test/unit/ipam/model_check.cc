@@ -261,10 +261,14 @@ class Checker {
         const auto [net, size] = range;
         model_.cidrs.push_back(cidr);
         model_.present[f] = true;
-        const bool reserved = f == 0 && size > 2;
+        // Shorter than /31 (IPv4): no network or broadcast address; shorter than /127 (IPv6):
+        // no Subnet-Router anycast address. The universe holds no special-use address.
+        const bool withoutEnds = size > 2;
         for (int o = net; o < net + size; ++o) {
           model_.inCidr[f][o] = true;
-          if (!reserved || (o != net && o != net + size - 1)) {
+          const bool first = o == net;
+          const bool last = o == net + size - 1;
+          if (!withoutEnds || !(first || (f == 0 && last))) {
             model_.usable[f][o] = true;
           }
         }

@@ -41,6 +41,12 @@ std::vector<std::string> allocate(Pool& pool, const std::string& owner, Family f
   return texts(*r);
 }
 
+// Why reserve() refused `text`, or "reserved" if it did not.
+std::string refusal(Pool& pool, std::string_view owner, std::string_view text) {
+  auto r = pool.reserve(owner, text);
+  return r ? "reserved" : r.error().message;
+}
+
 Address addr(std::string_view text) {
   auto a = parseAddress(text);
   EXPECT_TRUE(a) << text;
@@ -63,6 +69,8 @@ TEST(Pool, IPv4NetworkAndBroadcastAreNeverHandedOut) {
     auto r = pool.reserve("b", reserved);
     ASSERT_FALSE(r) << reserved;
     EXPECT_EQ(r.error().reason, Reason::kExcluded) << reserved;
+    EXPECT_EQ(r.error().message,
+              std::string(reserved) + " is the network or broadcast address of its CIDR");
   }
 }
 
@@ -75,22 +83,98 @@ TEST(Pool, SlashThirtyOneAndThirtyTwoUseEveryAddress) {
   EXPECT_THAT(allocate(p32, "a", Family::kIPv4, 1), ElementsAre("10.0.0.9"));
 }
 
-TEST(Pool, IPv6HasNoNetworkOrBroadcastAddress) {
+// RFC 4291 2.6.1: every router of a subnet answers for its all-zeros address; a node's proxy NDP
+// must not (`make demo` once gave a policy 2001:db8:100::). IPv6 has no broadcast address.
+TEST(Pool, IPv6SubnetRouterAnycastAddressIsNeverHandedOut) {
   Pool pool = mustCreate({"2001:db8::/126"}, {});
-  EXPECT_EQ(pool.counts(Family::kIPv6), counts(4, 0, 4));
-  EXPECT_THAT(allocate(pool, "a", Family::kIPv6, 4),
-              ElementsAre("2001:db8::", "2001:db8::1", "2001:db8::2", "2001:db8::3"));
+  EXPECT_EQ(pool.counts(Family::kIPv6), counts(3, 0, 3));
+  EXPECT_THAT(allocate(pool, "a", Family::kIPv6, 4), ElementsAre("PoolExhausted"));
+  EXPECT_THAT(allocate(pool, "a", Family::kIPv6, 3),
+              ElementsAre("2001:db8::1", "2001:db8::2", "2001:db8::3"));
+  auto r = pool.reserve("b", "2001:db8::");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().reason, Reason::kExcluded);
+  EXPECT_EQ(r.error().message, "2001:db8:: is the Subnet-Router anycast address of its CIDR");
+  Pool demo = mustCreate({"2001:db8:100::/64"}, {});
+  EXPECT_THAT(allocate(demo, "a", Family::kIPv6, 1), ElementsAre("2001:db8:100::1"));
+}
+
+// RFC 6164: a /127 is a point-to-point link with no anycast address; a /128 is one address.
+TEST(Pool, IPv6SlashOneTwentySevenAndOneTwentyEightUseEveryAddress) {
+  Pool p127 = mustCreate({"2001:db8::4/127"}, {});
+  EXPECT_EQ(p127.counts(Family::kIPv6), counts(2, 0, 2));
+  EXPECT_THAT(allocate(p127, "a", Family::kIPv6, 2), ElementsAre("2001:db8::4", "2001:db8::5"));
+  Pool p128 = mustCreate({"2001:db8::/128"}, {});
+  EXPECT_THAT(allocate(p128, "a", Family::kIPv6, 1), ElementsAre("2001:db8::"));
+  // The anycast address of a /126 is a host of an overlapping larger CIDR.
+  Pool overlapping = mustCreate({"2001:db8::4/126", "2001:db8::/125"}, {});
+  EXPECT_EQ(overlapping.counts(Family::kIPv6), counts(7, 0, 7));
+  EXPECT_TRUE(overlapping.reserve("a", "2001:db8::4"));
+}
+
+// Whatever CIDR a user writes, no special-use address is ever an egress IP (address.h).
+TEST(Pool, SpecialUseAddressesAreNeverHandedOut) {
+  Pool linkLocal = mustCreate({"169.254.0.0/30", "fe80::/64"}, {});
+  EXPECT_TRUE(linkLocal.hasFamily(Family::kIPv4));
+  EXPECT_EQ(linkLocal.counts(Family::kIPv4), counts(0, 0, 0));
+  EXPECT_EQ(linkLocal.counts(Family::kIPv6), counts(0, 0, 0));
+  EXPECT_THAT(allocate(linkLocal, "a", Family::kIPv4, 1), ElementsAre("PoolExhausted"));
+  auto r = linkLocal.reserve("a", "169.254.0.1");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().reason, Reason::kExcluded);
+  EXPECT_EQ(r.error().message, "169.254.0.1 is a link-local address");
+  EXPECT_EQ(refusal(linkLocal, "a", "fe80::1"), "fe80::1 is a link-local address");
+
+  // A CIDR across a block's edge keeps what lies outside it.
+  Pool edge = mustCreate({"126.255.255.252/30", "127.0.0.0/30"}, {});
+  EXPECT_EQ(edge.counts(Family::kIPv4), counts(2, 0, 2));
+  EXPECT_THAT(allocate(edge, "a", Family::kIPv4, 2),
+              ElementsAre("126.255.255.253", "126.255.255.254"));
+  EXPECT_EQ(refusal(edge, "b", "127.0.0.1"), "127.0.0.1 is a loopback address");
+
+  Pool v6 = mustCreate({"::/126", "::ffff:10.0.0.0/120", "ff02::/120"}, {});
+  EXPECT_EQ(v6.counts(Family::kIPv6), counts(2, 0, 2));
+  EXPECT_THAT(allocate(v6, "a", Family::kIPv6, 2), ElementsAre("::2", "::3"));
+  EXPECT_EQ(refusal(v6, "b", "::1"), "::1 is a loopback address");
+  EXPECT_EQ(refusal(v6, "b", "::ffff:10.0.0.5"), "::ffff:10.0.0.5 is an IPv4-mapped address");
+  EXPECT_EQ(refusal(v6, "b", "ff02::1"), "ff02::1 is a multicast address");
+
+  Pool all4 = mustCreate({"0.0.0.0/0"}, {});
+  EXPECT_EQ(refusal(all4, "b", "0.1.2.3"), "0.1.2.3 is a \"this network\" address");
+  EXPECT_EQ(refusal(all4, "b", "224.0.0.1"), "224.0.0.1 is a multicast address");
+  EXPECT_EQ(refusal(all4, "b", "255.255.255.255"), "255.255.255.255 is a reserved address");
+  // An exclusion the user wrote is named as such.
+  Pool excluded = mustCreate({"127.0.0.0/24"}, {"127.0.0.5"});
+  EXPECT_EQ(refusal(excluded, "b", "127.0.0.5"), "127.0.0.5 is excluded from the pool");
+}
+
+TEST(Pool, RestoredSpecialUseAddressesStayHeldOutside) {
+  Pool pool = mustCreate({"224.0.0.0/24", "10.0.0.0/30"}, {});
+  auto conflicts = pool.restore(Ledger{{"ns/a", {"224.0.0.5", "10.0.0.1"}}});
+  ASSERT_EQ(conflicts.size(), 1u);
+  EXPECT_EQ(conflicts[0].reason, Reason::kExcluded);
+  EXPECT_EQ(conflicts[0].message, "224.0.0.5 is a multicast address");
+  EXPECT_EQ(pool.holderOf(addr("224.0.0.5")), "ns/a");
+  EXPECT_EQ(pool.counts(Family::kIPv4), counts(2, 1, 1, 1));
+  ASSERT_TRUE(pool.release("ns/a", "224.0.0.5"));
+  EXPECT_EQ(pool.counts(Family::kIPv4), counts(2, 1, 1, 0));
 }
 
 TEST(Pool, TotalsOfCommonSizes) {
   EXPECT_EQ(mustCreate({"10.0.0.0/24"}, {}).counts(Family::kIPv4), counts(254, 0, 254));
   EXPECT_EQ(mustCreate({"10.0.0.0/16"}, {}).counts(Family::kIPv4), counts(65534, 0, 65534));
-  EXPECT_EQ(mustCreate({"0.0.0.0/0"}, {}).counts(Family::kIPv4), counts(4294967294, 0, 4294967294));
-  EXPECT_EQ(mustCreate({"2001:db8::/120"}, {}).counts(Family::kIPv6), counts(256, 0, 256));
-  // 2^62 fits, 2^63 and more saturate.
+  // 2^32 minus the special-use blocks 0/8, 127/8 (2^24 each), 169.254/16, 224/4 and 240/4
+  // (2^28 each), which hold the network and broadcast address.
+  constexpr int64_t kAll4 =
+      (int64_t{1} << 32) - 2 * (int64_t{1} << 24) - (int64_t{1} << 16) - 2 * (int64_t{1} << 28);
+  EXPECT_EQ(kAll4, 3724476416);
+  EXPECT_EQ(mustCreate({"0.0.0.0/0"}, {}).counts(Family::kIPv4), counts(kAll4, 0, kAll4));
+  EXPECT_EQ(mustCreate({"2001:db8::/120"}, {}).counts(Family::kIPv6), counts(255, 0, 255));
+  // 2^62 - 1 fits, 2^63 - 1 is the ceiling, more saturates.
   EXPECT_EQ(mustCreate({"2001:db8::/66"}, {}).counts(Family::kIPv6),
-            counts(int64_t{1} << 62, 0, int64_t{1} << 62));
+            counts((int64_t{1} << 62) - 1, 0, (int64_t{1} << 62) - 1));
   EXPECT_EQ(mustCreate({"2001:db8::/65"}, {}).counts(Family::kIPv6), counts(kMax, 0, kMax));
+  EXPECT_EQ(mustCreate({"2001:db8::/64"}, {}).counts(Family::kIPv6), counts(kMax, 0, kMax));
   EXPECT_EQ(mustCreate({"::/0"}, {}).counts(Family::kIPv6), counts(kMax, 0, kMax));
 }
 
@@ -283,10 +367,10 @@ TEST(Pool, DualStackOwner) {
   Pool pool = mustCreate({"2001:db8::/120", "10.0.0.0/24"}, {});
   ASSERT_TRUE(pool.allocate("p", Family::kIPv6, 1));
   ASSERT_TRUE(pool.allocate("p", Family::kIPv4, 1));
-  EXPECT_THAT(texts(pool.addressesOf("p")), ElementsAre("10.0.0.1", "2001:db8::"));
-  EXPECT_EQ(pool.ledger(), (Ledger{{"p", {"10.0.0.1", "2001:db8::"}}}));
+  EXPECT_THAT(texts(pool.addressesOf("p")), ElementsAre("10.0.0.1", "2001:db8::1"));
+  EXPECT_EQ(pool.ledger(), (Ledger{{"p", {"10.0.0.1", "2001:db8::1"}}}));
   EXPECT_EQ(pool.counts(Family::kIPv4), counts(254, 1, 253));
-  EXPECT_EQ(pool.counts(Family::kIPv6), counts(256, 1, 255));
+  EXPECT_EQ(pool.counts(Family::kIPv6), counts(255, 1, 254));
 }
 
 // ---- large pools ------------------------------------------------------------------------------
@@ -309,9 +393,14 @@ TEST(Pool, TenThousandAllocationsInASlash64) {
 
 TEST(Pool, WholeIPv6Space) {
   Pool pool = mustCreate({"::/0"}, {});
-  EXPECT_THAT(allocate(pool, "a", Family::kIPv6, 2), ElementsAre("::", "::1"));
-  ASSERT_TRUE(pool.reserve("b", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"));
-  ASSERT_TRUE(pool.release("b", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"));
+  // :: is unspecified (and the anycast address), ::1 loopback.
+  EXPECT_THAT(allocate(pool, "a", Family::kIPv6, 2), ElementsAre("::2", "::3"));
+  // The top of the space is multicast (ff00::/8); the highest usable address is just below it
+  // (fec0::/10, past the link-local fe80::/10, is not special-use).
+  EXPECT_EQ(refusal(pool, "b", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff is a multicast address");
+  ASSERT_TRUE(pool.reserve("b", "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"));
+  ASSERT_TRUE(pool.release("b", "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"));
   EXPECT_EQ(pool.counts(Family::kIPv6), counts(kMax, 2, kMax));
 }
 
@@ -326,7 +415,7 @@ TEST(Pool, RestoreLoadsTheLedgerAndReplacesAllocations) {
   EXPECT_THAT(pool.addressesOf("old"), IsEmpty());
   EXPECT_EQ(pool.ledger(), (Ledger{{"ns/a", {"10.0.0.7", "2001:db8::9"}}, {"ns/b", {"10.0.0.2"}}}));
   EXPECT_EQ(pool.counts(Family::kIPv4), counts(254, 2, 252));
-  EXPECT_EQ(pool.counts(Family::kIPv6), counts(256, 1, 255));
+  EXPECT_EQ(pool.counts(Family::kIPv6), counts(255, 1, 254));
   EXPECT_THAT(allocate(pool, "c", Family::kIPv4, 2), ElementsAre("10.0.0.1", "10.0.0.3"));
 }
 

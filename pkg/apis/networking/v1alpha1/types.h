@@ -70,8 +70,11 @@ struct IPFamilyCounts {
 // IPAMPoolSpec is the address space an IPAMPool hands out.
 struct IPAMPoolSpec {
   // CIDRs to allocate egress IPs from, IPv4 and/or IPv6, e.g. 203.0.113.0/28 or
-  // 2001:db8:100::/120. Network and broadcast addresses of IPv4 prefixes shorter than /31 are
-  // never allocated.
+  // 2001:db8:100::/120. Never allocated: network and broadcast addresses of IPv4 prefixes
+  // shorter than /31, the all-zeros (Subnet-Router anycast) address of IPv6 prefixes shorter
+  // than /127, special-use addresses (loopback, link-local, multicast, unspecified), and the
+  // cluster's own: node addresses, node pod CIDRs, the OperatorConfig's clusterCIDRs, the API
+  // server's address.
   // +required
   // +kubebuilder:validation:MinItems=1
   // +kubebuilder:validation:MaxItems=16
