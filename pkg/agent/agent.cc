@@ -372,6 +372,22 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
       co_return ReconcileResult::error(applied.error());
     }
     changes = *applied;
+    // Fencing in the kernel (fence.h): what this node holds stays answerable and SNATed to only
+    // until this agent's own fence time, whether or not the agent still runs then.
+    dataplane::FenceState fence;
+    fence.tunnel = options_.dataplane.tunnelDevice;
+    for (const auto& e : want->kernel.nft.egressIPs) {
+      fence.known.push_back(e.ip);
+    }
+    fence.held = want->held;
+    const auto fenceNow = clock().now();
+    if (auto until = renewer_.freshUntil(); until && *until > fenceNow) {
+      fence.remaining = std::chrono::duration_cast<std::chrono::milliseconds>(*until - fenceNow);
+    }
+    if (auto fenced = nft_->applyFence(fence); !fenced) {
+      metrics_.syncFailed();
+      co_return ReconcileResult::error(fenced.error());
+    }
     announce(*want, clock().now());
   }
   if (changes > 0) {

@@ -11,7 +11,9 @@
 // when this process observed their Leases change (ObservedLeases, monotonic clock), its own is
 // when its last successful renewal started (LeaseRenewer): no wall clocks are compared. A sync
 // turns the caches into a ClusterView, computes the desired kernel state (pkg/dataplane),
-// applies it with the appliers (links, sysctls, rules and routes, nftables), then announces
+// applies it with the appliers (links, sysctls, rules and routes, nftables), refreshes the
+// kernel-side fence of what it holds (fence.h: it times out at this agent's own fence time unless
+// a later sync refreshes it, so a killed or hung agent stops answering on time), then announces
 // newly held egress IPs by gratuitous ARP / unsolicited NA at 0, 1 and 2 s. Then it reports
 // what it holds and has programmed on its Lease (kProgrammedAnnotation, through
 // AgentOptions::report) and has the renewer write it at once when it changed: the operator

@@ -59,6 +59,22 @@ std::optional<std::string> NftApplier::appliedDigest(const std::string& tableNam
   return std::nullopt;
 }
 
+Result<Ok, std::string> NftApplier::applyFence(const FenceState& state) {
+  auto done = run(renderFence(state));
+  if (!done) {
+    return unexpected("fence: " + done.error());
+  }
+  return Ok{};
+}
+
+Result<Ok, std::string> NftApplier::removeFence() {
+  auto done = run(dataplane::removeFence());
+  if (!done) {
+    return unexpected("removing the fence: " + done.error());
+  }
+  return Ok{};
+}
+
 Result<std::map<std::string, uint64_t>, std::string> NftApplier::counters(
     const std::string& tableName) {
   // Its counters only: the whole table would be every set element of every policy, each sync.

@@ -6,6 +6,7 @@
 // pods connecting out. It all runs in the test's private network namespace (netns_main.cc).
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -324,6 +325,49 @@ TEST_F(PacketsTest, ARestartedAgentChangesNothingAndAnOpenConnectionLosesNoLine)
   const auto held = output("cat /run/netns/held.out");
   EXPECT_THAT(held, StartsWith("192.168.50.200:"));
   EXPECT_THAT(held, HasSubstr("\nheld ok")) << held;
+}
+
+// Fencing in the kernel: no agent process here, only the kernel state one left. While the
+// holder's fence is fresh, the kernel answers ARP and NDP for the egress IPs (its proxy entries)
+// and SNATs to them; once the fence's timeout passes, with nobody refreshing it, it answers
+// neither and SNATs nothing (the proxy entries and SNAT rules are still there). Last in the
+// suite: it leaves n1 fenced until it removes the fence.
+TEST_F(PacketsTest, ZzAnExpiredFenceStopsProxyAnswersAndTheSnatWithNoAgentLeft) {
+  auto v = cluster();
+  v.self = "n1";
+  const auto want = testing::desiredOf(v);
+  FenceState fence;
+  for (const auto& e : want.kernel.nft.egressIPs) {
+    fence.known.push_back(e.ip);
+  }
+  fence.held = want.held;
+  ASSERT_EQ(fence.held.size(), 2U);
+  fence.remaining = std::chrono::milliseconds(2000);
+  inNetns("n1", [&] {
+    auto done = NftApplier().applyFence(fence);
+    ASSERT_TRUE(done.ok()) << done.error();
+  });
+  const std::string n1 = testing::linkField("eth0", "link/ether", "n1");
+  const std::string probe =
+      "ip netns exec ext python3 " + kDir + "/neigh_probe.py eth0 192.168.50.200 fd00:50::200";
+  EXPECT_EQ(output(probe), "v4 " + n1 + " v6 " + n1 + "\n");
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
+  EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("fd00:50::200:"));
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(output(probe), "v4 - v6 -\n") << "a fence past its time still answers";
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("error:"));
+  EXPECT_THAT(connect("p1", "192.168.50.100"), StartsWith("error:"));
+  EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("error:"));
+  EXPECT_THAT(output("ip netns exec n1 ip neigh show proxy"), HasSubstr("192.168.50.200"))
+      << "the kernel state is still there: only the fence stops it";
+
+  inNetns("n1", [&] {
+    auto removed = NftApplier().removeFence();
+    ASSERT_TRUE(removed.ok()) << removed.error();
+  });
+  EXPECT_EQ(output(probe), "v4 " + n1 + " v6 " + n1 + "\n");
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
 }
 
 }  // namespace
