@@ -71,7 +71,9 @@ std::optional<RawLedger> ledgerFromRaw(const rapidjson::Value& item) {
   if (out.ref.name.empty()) {
     return std::nullopt;
   }
-  out.ledger.owner = out.ref.namespace_ + "/" + out.ref.name;
+  out.ledger.name = out.ref.namespace_ + "/" + out.ref.name;
+  // By uid: a policy re-created under the same name is another owner (allocator.h).
+  out.ledger.owner = out.ref.uid.empty() ? out.ledger.name : out.ref.uid;
   if (auto t = meta::parseRfc3339(stringMember(*md, "creationTimestamp"))) {
     out.ledger.created =
         std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
@@ -321,19 +323,28 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
     syncPoolFromCache(*ctx_, p->metadata.name);
     pools.push_back(*allocator_.poolSpec(p->metadata.name));
   }
-  const auto conflicts = allocator_.rebuild(pools, ledgers);
+  // What the gateway pods and the published view show in use besides the ledgers: a release
+  // the previous leader deferred (a terminating pod still carrying the address) is known only
+  // there, and must not be handed out before that pod is gone.
+  const auto conflicts = allocator_.rebuild(pools, ledgers, cache_->addressesInUse());
   size_t held = 0;
+  size_t beyond = 0;
   for (const auto& owner : allocator_.owners()) {
+    size_t listed = 0;
     for (const auto& e : allocator_.committedEntries(owner)) {
-      held += e.size();
+      listed += e.size();
     }
+    held += listed;
+    const size_t all = allocator_.heldBy(owner).size();
+    beyond += all > listed ? all - listed : 0;
   }
   spdlog::info(
       "egress-gateway-operator: ledger restored: {} policies, {} pools, {} addresses, "
-      "{} conflicts",
-      ledgers.size(), pools.size(), held, conflicts.size());
+      "{} more held while a gateway pod or the view still shows them, {} conflicts",
+      ledgers.size(), pools.size(), held, beyond, conflicts.size());
   for (const auto& c : conflicts) {
-    spdlog::warn("egress-gateway-operator: ledger of {}: {}", c.owner, c.message);
+    spdlog::warn("egress-gateway-operator: ledger of {}: {}", allocator_.ownerName(c.owner),
+                 c.message);
     if (auto it = refs.find(c.owner); it != refs.end()) {
       const bool lost = c.reason == ipam::Reason::kAlreadyAllocated;
       options_.recorder.event(it->second, core::kEventTypeWarning,

@@ -230,8 +230,17 @@ net::awaitable<void> stoppedLeading(std::shared_ptr<State> s) {
     // after our last renewal, so the runnables get no longer than that to stop.
     spdlog::error("leader election lost");
     s->leadershipLost = true;
-    const auto budget = std::min<Clock::Duration>(
-        s->options.gracefulShutdownTimeout, s->options.leaseDuration - s->options.renewDeadline);
+    auto budget = std::min<Clock::Duration>(s->options.gracefulShutdownTimeout,
+                                            s->options.leaseDuration - s->options.renewDeadline);
+    const std::string& holder = s->elector->getLeader();
+    if (!holder.empty() && holder != s->elector->identity()) {
+      // Deliberate difference from controller-runtime, which lets its runnables wind down
+      // while the process exits: another holder has the lease, and may be writing already.
+      // Nothing more is written, and nothing is waited for.
+      spdlog::error("leader election lost to {}: writes fenced, exiting without waiting", holder);
+      s->client->fenceWrites("leadership lost to " + holder);
+      budget = Clock::Duration::zero();
+    }
     requestStop(*s, kExitError);
     deadline = s->clock->now() + budget;
     s->stopDeadline = deadline;
@@ -382,7 +391,7 @@ net::awaitable<int> shutDown(std::shared_ptr<State> s) {
     co_await waitFor(s, [raw] { return raw->electorDone; });
   }
   co_await drain(s, s->stopDeadline);
-  if (!s->forced) {
+  if (!s->forced && !s->client->writesFenced()) {
     const auto flushDeadline = std::max(s->stopDeadline, s->clock->now() + kMinEventFlush);
     co_await s->recorder->shutdown(flushDeadline);
   }

@@ -165,10 +165,12 @@ void Allocator::restoreInto(PoolRecord& rec) {
 }
 
 std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& pools,
-                                                const std::vector<PolicyLedger>& ledgers) {
+                                                const std::vector<PolicyLedger>& ledgers,
+                                                const std::vector<InUse>& inUse) {
   pools_.clear();
   holders_.clear();
   owners_.clear();
+  byName_.clear();
   for (const auto& spec : pools) {
     pools_.insert_or_assign(spec.name, makePool(spec));
   }
@@ -179,13 +181,16 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
   for (const auto& l : ledgers) {
     order.push_back(&l);
   }
-  std::sort(order.begin(), order.end(), [](const PolicyLedger* a, const PolicyLedger* b) {
-    return older(a->created, a->owner, b->created, b->owner);
+  auto nameOf = [](const PolicyLedger* l) -> const std::string& {
+    return l->name.empty() ? l->owner : l->name;
+  };
+  std::sort(order.begin(), order.end(), [&](const PolicyLedger* a, const PolicyLedger* b) {
+    return std::tie(a->created, nameOf(a), a->owner) < std::tie(b->created, nameOf(b), b->owner);
   });
 
   std::vector<RebuildConflict> conflicts;
   for (const PolicyLedger* l : order) {
-    OwnerRecord& o = owners_[l->owner];
+    OwnerRecord& o = ownerRecord(l->owner, l->name);
     o.committed = true;
     o.pool = l->pool;
     for (const auto& texts : l->entries) {
@@ -199,9 +204,10 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
         }
         auto held = holders_.find(*a);
         if (held != holders_.end() && held->second.owner != l->owner) {
+          const std::string& holder = display(held->second.owner);
           conflicts.push_back(
-              {l->owner, text, held->second.owner, Reason::kAlreadyAllocated,
-               text + " is also held by " + held->second.owner + ", which is older and keeps it"});
+              {l->owner, text, holder, Reason::kAlreadyAllocated,
+               text + " is also held by " + holder + ", which is older and keeps it"});
           continue;
         }
         if (held == holders_.end()) {
@@ -212,6 +218,34 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
       }
       if (!entry.empty()) {
         o.entries.push_back(std::move(entry));
+      }
+    }
+  }
+
+  for (const InUse& u : inUse) {
+    OwnerRecord& o = ownerRecord(u.owner, u.name);
+    for (const auto& text : u.addresses) {
+      auto a = parseAddress(text);
+      if (!a) {
+        continue;  // nothing to keep: not an address
+      }
+      if (u.ledgerPoolOnly && (!o.committed || o.pool.empty() || !inPool(o.pool, *a))) {
+        conflicts.push_back({u.owner, text, "", Reason::kNotInPool,
+                             text + " is carried by " + u.source + " of " + display(u.owner) +
+                                 ", outside the pool of its ledger (an annotation alone proves "
+                                 "nothing): not held"});
+        continue;
+      }
+      auto held = holders_.find(*a);
+      if (held == holders_.end()) {
+        const std::string pool = o.committed && !o.pool.empty() ? o.pool : poolContaining(*a);
+        holders_.emplace(*a, Holding{u.owner, pool});
+        o.held.insert(*a);
+      } else if (held->second.owner != u.owner) {
+        const std::string& holder = display(held->second.owner);
+        conflicts.push_back({u.owner, text, holder, Reason::kAlreadyAllocated,
+                             text + " is carried by " + u.source + " of " + display(u.owner) +
+                                 ", but " + holder + "'s ledger holds it"});
       }
     }
   }
@@ -235,12 +269,13 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
                      ? unusableReason(*a)
                      : std::nullopt;
       if (why) {
-        conflicts.push_back(
-            {e.owner, e.address, "", Reason::kExcluded,
-             e.address + " is " + *why + " (pool " + name + "); it stays held by " + e.owner});
+        conflicts.push_back({e.owner, e.address, "", Reason::kExcluded,
+                             e.address + " is " + *why + " (pool " + name + "); it stays held by " +
+                                 display(e.owner)});
       } else {
-        conflicts.push_back({e.owner, e.address, "", e.reason,
-                             e.message + " (pool " + name + "); it stays held by " + e.owner});
+        conflicts.push_back(
+            {e.owner, e.address, "", e.reason,
+             e.message + " (pool " + name + "); it stays held by " + display(e.owner)});
       }
     }
   }
@@ -254,7 +289,7 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
     if (auto why = unusableReason(address)) {
       const std::string text = address.toString();
       conflicts.push_back({holding.owner, text, "", Reason::kExcluded,
-                           text + " is " + *why + "; it stays held by " + holding.owner});
+                           text + " is " + *why + "; it stays held by " + display(holding.owner)});
     }
   }
   return conflicts;
@@ -352,7 +387,7 @@ std::optional<Address> Allocator::allocateOne(PoolRecord& rec, const std::string
 Assignment Allocator::assign(const AssignRequest& req) {
   Assignment out;
   out.pool = req.pool;
-  OwnerRecord& o = owners_[req.owner];
+  OwnerRecord& o = ownerRecord(req.owner, req.name);
   PoolRecord* rec = req.pool.empty() ? nullptr : findPool(req.pool);
   const std::string overlapped = [&] {
     auto it = overlaps_.find(req.pool);
@@ -433,7 +468,7 @@ Assignment Allocator::assign(const AssignRequest& req) {
             entry.push_back(a);
           } else {
             noteShortfall(out, Shortfall::kAddressConflict,
-                          "explicit address " + text + " is held by " + h->second.owner);
+                          "explicit address " + text + " is held by " + display(h->second.owner));
           }
           continue;
         }
@@ -552,7 +587,10 @@ std::vector<Address> Allocator::releaseAll(const std::string& owner) {
   for (const auto& a : released) {
     free(a);
   }
-  owners_.erase(owner);
+  if (auto o = owners_.find(owner); o != owners_.end()) {
+    unindexName(owner, o->second.name);
+    owners_.erase(o);
+  }
   return released;
 }
 
@@ -633,6 +671,71 @@ std::vector<std::string> Allocator::owners() const {
     out.push_back(owner);
   }
   return out;
+}
+
+std::vector<std::string> Allocator::ownersNamed(std::string_view name) const {
+  std::vector<std::string> out;
+  if (auto it = byName_.find(name); it != byName_.end()) {
+    out.assign(it->second.begin(), it->second.end());
+  }
+  return out;
+}
+
+std::string Allocator::ownerName(const std::string& owner) const {
+  return display(owner);
+}
+
+std::set<Address> Allocator::heldBy(const std::string& owner) const {
+  auto it = owners_.find(owner);
+  return it == owners_.end() ? std::set<Address>{} : it->second.held;
+}
+
+Allocator::OwnerRecord& Allocator::ownerRecord(const std::string& owner, const std::string& name) {
+  OwnerRecord& o = owners_[owner];
+  if (!name.empty() && o.name != name) {
+    if (!o.name.empty()) {
+      unindexName(owner, o.name);
+    }
+    o.name = name;
+    byName_[name].insert(owner);
+  }
+  return o;
+}
+
+void Allocator::unindexName(const std::string& owner, const std::string& name) {
+  auto it = byName_.find(name);
+  if (it == byName_.end()) {
+    return;
+  }
+  it->second.erase(owner);
+  if (it->second.empty()) {
+    byName_.erase(it);
+  }
+}
+
+const std::string& Allocator::display(const std::string& owner) const {
+  auto it = owners_.find(owner);
+  return it == owners_.end() || it->second.name.empty() ? owner : it->second.name;
+}
+
+bool Allocator::inPool(std::string_view pool, const Address& a) const {
+  const PoolRecord* rec = findPool(pool);
+  if (rec == nullptr) {
+    return false;
+  }
+  return std::any_of(rec->spec.cidrs.begin(), rec->spec.cidrs.end(), [&](const std::string& t) {
+    auto p = parseCIDR(t);
+    return p && p->address.family == a.family && a.value >= p->first() && a.value <= p->last();
+  });
+}
+
+std::string Allocator::poolContaining(const Address& a) const {
+  for (const auto& [name, rec] : pools_) {
+    if (inPool(name, a)) {
+      return name;
+    }
+  }
+  return "";
 }
 
 }  // namespace egress::ipam

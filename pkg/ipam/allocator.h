@@ -28,6 +28,11 @@
 //     special-use ones reported as Excluded whatever pool they are in, naming why; a ledger
 //     naming a pool that does not exist keeps its addresses held, waiting for the pool.
 //     Reservations survive a rebuild: they are the caller's to set, before or after.
+//     A ledger is not all that proves use: an address a gateway pod still carries or the
+//     published view still names (a release deferred until the pod is gone, which only the
+//     previous process knew) comes in as `inUse` and stays held by its owner, beyond its ledger,
+//     until a commit() or releaseAll() no longer finds it in use. Without it, a leader change
+//     in that window hands the address to another policy while the old pod still sends from it.
 //   - Overlapping pools: the older pool (creation time, then name) wins; the newer one makes no
 //     new allocations while it overlaps (overlapOf()).
 //   - assign() brings one policy to `replicas` ledger entries (one address per family each):
@@ -40,7 +45,10 @@
 //     only then does what the policy held beyond it become free. A crash between the two leaves
 //     the old ledger in the API, whose addresses are then still held by nobody else.
 //
-// Owners are policy keys ("namespace/name"). Not thread-safe: one controller owns it.
+// Owners are policy UIDs: a policy deleted and re-created under the same name is another owner,
+// which allocates afresh from the pool it names while its predecessor's addresses stay held
+// until that one's pods are gone. Each owner also has a name ("namespace/name"), which messages
+// use and ownersNamed() finds. Not thread-safe: one controller owns it.
 #pragma once
 
 #include <cstdint>
@@ -87,12 +95,27 @@ struct Reservation {
 
 // What a policy's status says it holds.
 struct PolicyLedger {
-  std::string owner;
+  std::string owner;  // the policy's uid
   int64_t created = 0;
   // status.pool; "" when it holds only explicit addresses outside any pool.
   std::string pool;
   // status.gateways[].egressIPs, in order.
   std::vector<std::vector<std::string>> entries;
+  // "namespace/name"; "" reads as `owner`.
+  std::string name;
+};
+
+// Addresses something other than a ledger shows in use for an owner (Allocator::rebuild).
+struct InUse {
+  std::string owner;
+  std::string name;
+  // What shows it, completing "carried by ...": "gateway pod ns/egw-web-1".
+  std::string source;
+  std::vector<std::string> addresses;
+  // Only addresses in the pool of the owner's ledger count, and only if it has one: the source
+  // is one a tenant can edit (a gateway pod's annotation), and must not let it hold addresses
+  // of pools it has no claim on.
+  bool ledgerPoolOnly = false;
 };
 
 // Why a policy holds fewer entries than it asked for, as the IPAllocated condition's reason.
@@ -116,7 +139,8 @@ enum class Shortfall {
 std::string_view shortfallName(Shortfall s);
 
 struct AssignRequest {
-  std::string owner;
+  std::string owner;  // the policy's uid
+  std::string name;   // "namespace/name"; "" reads as `owner`
   // The resolved pool; "" for none.
   std::string pool;
   // The families of every entry: {kIPv4}, {kIPv6} or {kIPv4, kIPv6}.
@@ -176,9 +200,12 @@ class Allocator {
  public:
   Allocator() = default;
 
-  // Replaces everything: these pools, these ledgers. Ledgers are taken oldest first.
+  // Replaces everything: these pools, these ledgers, then what else is in use. Ledgers are taken
+  // oldest first; an in-use address nobody holds yet is held by its owner in the owner's ledger
+  // pool, else in the pool that contains it, else in none.
   std::vector<RebuildConflict> rebuild(const std::vector<PoolSpec>& pools,
-                                       const std::vector<PolicyLedger>& ledgers);
+                                       const std::vector<PolicyLedger>& ledgers,
+                                       const std::vector<InUse>& inUse = {});
 
   // A pool was created or its spec changed: its free space is computed afresh and what is held
   // in it is kept (addresses it no longer covers stay held, counted as outside).
@@ -221,6 +248,12 @@ class Allocator {
   std::vector<std::string> waitingFor(std::string_view pool) const;
   // Every owner that holds something or has a committed ledger.
   std::vector<std::string> owners() const;
+  // The owners (uids) known under `name`, holding something or with a committed ledger.
+  std::vector<std::string> ownersNamed(std::string_view name) const;
+  // The name `owner` was last seen with; the owner itself if none.
+  std::string ownerName(const std::string& owner) const;
+  // Everything `owner` holds, in its ledger or beyond it.
+  std::set<Address> heldBy(const std::string& owner) const;
 
  private:
   // Who fences an address in a pool when it is held outside that pool. Not a valid policy key.
@@ -238,6 +271,7 @@ class Allocator {
     std::string pool;  // the pool it is held in (may not exist); "" = no pool
   };
   struct OwnerRecord {
+    std::string name;  // "namespace/name"
     std::string pool;  // committed pool
     bool committed = false;
     std::vector<Entry> entries;  // committed ledger
@@ -262,11 +296,22 @@ class Allocator {
   std::optional<Address> allocateOne(PoolRecord& rec, const std::string& owner, Family family);
   // Restores every holding in `rec`'s Pool.
   void restoreInto(PoolRecord& rec);
+  // The owner's record, its name set if `name` is not empty.
+  OwnerRecord& ownerRecord(const std::string& owner, const std::string& name);
+  // How messages call `owner`.
+  const std::string& display(const std::string& owner) const;
+  void unindexName(const std::string& owner, const std::string& name);
+  // Whether pool `pool`'s CIDRs contain `a`.
+  bool inPool(std::string_view pool, const Address& a) const;
+  // The name of the first pool (by name) whose CIDRs contain `a`; "" if none does.
+  std::string poolContaining(const Address& a) const;
 
   std::map<std::string, PoolRecord, std::less<>> pools_;
   std::map<std::string, std::string, std::less<>> overlaps_;  // newer pool -> older pool
   std::map<Address, Holding> holders_;
   std::map<std::string, OwnerRecord, std::less<>> owners_;
+  // name -> the owners known under it (a policy and its re-created successor).
+  std::map<std::string, std::set<std::string>, std::less<>> byName_;
   std::vector<Reservation> reserved_;
 };
 

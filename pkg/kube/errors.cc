@@ -28,6 +28,10 @@ Error Error::cancelled() {
   return Error(Kind::Cancelled, 0, {}, "operation cancelled");
 }
 
+Error Error::fenced(std::string why) {
+  return Error(Kind::Fenced, 0, {}, std::move(why));
+}
+
 std::string Error::reason() const {
   if (kind_ != Kind::Api) {
     return {};
@@ -89,6 +93,8 @@ std::string Error::message() const {
       return "decode: " + message_;
     case Kind::Cancelled:
       return message_;
+    case Kind::Fenced:
+      return "writes fenced: " + message_;
   }
   return message_;
 }

@@ -24,6 +24,7 @@ class Error {
     Config,     // kubeconfig / in-cluster / credentials problem
     Decode,     // a response body was not what the API promises
     Cancelled,  // the caller cancelled the operation
+    Fenced,     // a write refused before it was sent: the client's writes are fenced
   };
 
   // What kind of transport failure, for retry decisions (client-go's net.IsConnectionReset,
@@ -40,6 +41,7 @@ class Error {
   static Error config(std::string message);
   static Error decode(std::string message);
   static Error cancelled();
+  static Error fenced(std::string why);
 
   Kind kind() const { return kind_; }
   int httpCode() const { return httpCode_; }
@@ -72,6 +74,7 @@ class Error {
   }
   bool isConnectionLost() const { return transportFailure_ == TransportFailure::ConnectionLost; }
   bool isCancelled() const { return kind_ == Kind::Cancelled; }
+  bool isFenced() const { return kind_ == Kind::Fenced; }
 
  private:
   Error(Kind kind, int httpCode, meta::Status status, std::string message);

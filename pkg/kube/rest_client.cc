@@ -286,6 +286,12 @@ RestClient::RestClient(net::any_io_executor executor, const RestConfig& config,
 
 RestClient::~RestClient() = default;
 
+void RestClient::fenceWrites(std::string why) {
+  if (!fenced_) {
+    fenced_ = std::move(why);
+  }
+}
+
 net::awaitable<Result<Ok>> RestClient::waitForToken(const std::string& verb) {
   if (!bucket_) {
     co_return Ok{};
@@ -415,6 +421,10 @@ net::awaitable<Result<RestClient::Reply>> RestClient::executeUnguarded(Call call
     auto used = co_await addCredentials(request);
     if (!used) {
       co_return used.error();
+    }
+    // Checked last before the send (the token and credential waits above may span the fence).
+    if (fenced_ && call.method != "GET") {
+      co_return Error::fenced(*fenced_);
     }
     const auto start = std::chrono::steady_clock::now();
     auto reply = co_await attempt(call, std::move(request));

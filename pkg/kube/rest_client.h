@@ -132,6 +132,14 @@ class RestClient {
              RestClientOptions options = {});
   ~RestClient();
 
+  // From now on every request but a GET (reads, lists, watches) fails at once with
+  // Error::fenced(why), before it is sent, retries included: a deposed leader's work still in
+  // flight must not write after a successor may have begun (the Manager fences on losing its
+  // lease to another holder). A request already sent is not recalled. There is no unfencing:
+  // the process exits.
+  void fenceWrites(std::string why);
+  bool writesFenced() const { return fenced_.has_value(); }
+
   // The coroutines take every argument explicitly: g++ 12 destroys a default argument's
   // temporary twice when the call sits in a co_await. The inline overloads below supply the
   // defaults from ordinary (non-coroutine) functions instead.
@@ -237,6 +245,7 @@ class RestClient {
   // Empty when client-side rate limiting is off (a negative QPS).
   std::optional<TokenBucket> bucket_;
   std::string userAgent_;
+  std::optional<std::string> fenced_;
   std::string activeClientCert_;
 };
 

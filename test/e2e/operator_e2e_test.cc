@@ -48,6 +48,9 @@ class OperatorE2E : public ::testing::Test {
   }
   void TearDown() override {
     operators_.clear();
+    for (const auto& pod : held_) {
+      release(pod);
+    }
     // Waited for, so that the next test's operator does not see this one's policies go.
     controlPlane().kubectl({"delete", "namespace", ns_, "--timeout=180s"});
     for (const auto& p : pools_) {
@@ -79,7 +82,22 @@ class OperatorE2E : public ::testing::Test {
     return e2e::allReady(ns_, names, timeout, operators_);
   }
 
+  // A finalizer keeps gateway pod `pod` of ns_ Terminating once deleted, as a slow gateway would
+  // be; TearDown releases every pod still held.
+  ::testing::AssertionResult hold(const std::string& pod) {
+    held_.push_back(pod);
+    auto r =
+        controlPlane().kubectl({"patch", "pod", "-n", ns_, pod, "--type=merge", "-p",
+                                R"({"metadata":{"finalizers":["e2e.egressgateway.dev/hold"]}})"});
+    return r.ok() ? ::testing::AssertionSuccess() : ::testing::AssertionFailure() << r.output;
+  }
+  void release(const std::string& pod) {
+    controlPlane().kubectl({"patch", "pod", "-n", ns_, pod, "--type=json", "-p",
+                            R"([{"op":"remove","path":"/metadata/finalizers"}])"});
+  }
+
   testutil::TempDir tmp_;
+  std::vector<std::string> held_;
   std::string suffix_;
   std::string ns_;
   std::vector<std::string> pools_;
@@ -182,6 +200,114 @@ TEST_F(OperatorE2E, RestartsKeepEveryAddressAndWriteNothing) {
       EXPECT_TRUE(after.at(n).conditionIs("Ready", "True")) << n;
     }
   }
+}
+
+// A release the leader deferred (its scale-down left the address on a gateway pod that is still
+// terminating) survives a leader change: the next leader holds the address from the pod until
+// the pod is gone, and only then does the waiting policy get it. Before, the next leader rebuilt
+// from the ledgers alone and handed the address out while the old pod still carried it.
+TEST_F(OperatorE2E, AReleaseDeferredForATerminatingGatewaySurvivesALeaderChange) {
+  const std::string pool = "e2e-deferred-" + suffix_;
+  ASSERT_TRUE(applyPool(pool, {"198.51.100.120/30"}));  // two addresses: .121 and .122
+  ASSERT_TRUE(apply(operatorConfigYaml("")));
+  ASSERT_TRUE(apply(policyYaml(ns_, "a", pool, 2, "a")));
+  startOperator();
+  ASSERT_TRUE(eventually([&] { return policies(ns_)["a"].ledger.size() == 2; }, 120s));
+  ASSERT_TRUE(allReady({"a"}, 180s));
+  const auto ledger = policies(ns_)["a"].ledger;
+  ASSERT_TRUE(apply(policyYaml(ns_, "b", pool, 1, "b")));
+  ASSERT_TRUE(eventually(
+      [&] { return policies(ns_)["b"].reason("IPAllocated") == "PoolExhausted"; }, 120s));
+  // The gateway with the ledger's second entry is deleted and stays Terminating (a slow
+  // gateway), then the policy scales down: that entry leaves the ledger while the pod still
+  // carries it, a deferred release. Deleting it first makes the ReplicaSet's choice of whom to
+  // remove irrelevant.
+  const std::string carried = ledger.back().front();
+  std::string leaving;
+  for (const auto& [name, pod] : gatewayPods(ns_, "a")) {
+    ASSERT_TRUE(hold(name));
+    if (pod.annotation == carried) {
+      leaving = name;
+    }
+  }
+  ASSERT_FALSE(leaving.empty()) << "no gateway pod carries " << carried;
+  ASSERT_TRUE(controlPlane().kubectl({"delete", "pod", "-n", ns_, leaving, "--wait=false"}).ok());
+  ASSERT_TRUE(eventually([&] { return gatewayPods(ns_, "a")[leaving].deleting; }, 60s));
+  ASSERT_TRUE(apply(policyYaml(ns_, "a", pool, 1, "a")));
+  ASSERT_TRUE(eventually([&] { return policies(ns_)["a"].ledger.size() == 1; }, 120s));
+  ASSERT_EQ(policies(ns_)["a"].ledger.front(), ledger.front());
+  ASSERT_EQ(gatewayPods(ns_, "a")[leaving].annotation, carried);
+  ASSERT_TRUE(operators_.back()->settle(5s, 60s));
+  EXPECT_TRUE(policies(ns_)["b"].ledger.empty()) << "freed while " << leaving << " carries it";
+
+  operators_.back()->process().signal(SIGKILL);
+  ASSERT_TRUE(exitCode(operators_.back()->process().reap(30s)));
+  Operator& next = startOperator();
+  ASSERT_TRUE(eventually([&] { return next.ready(); }, 60s)) << next.process().log();
+  ASSERT_TRUE(eventually([&] { return next.reconciles("egressgateway") >= 2; }, 90s));
+  ASSERT_TRUE(next.settle(5s, 60s));
+  EXPECT_TRUE(policies(ns_)["b"].ledger.empty())
+      << "the next leader gave " << carried << " to b while " << leaving << " still carries it";
+  EXPECT_EQ(allAddresses(policies(ns_)).size(), addressCount(policies(ns_)));
+
+  // The pod goes: now the address is free, and b gets it.
+  release(leaving);
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto b = policies(ns_)["b"].ledger;
+        return b.size() == 1 && b.front().front() == carried;
+      },
+      120s))
+      << next.process().log().substr(0, 4000);
+}
+
+// A policy deleted and at once re-created naming another pool is another policy (another uid):
+// it allocates afresh from the pool it names and gets gateways of its own, while the addresses
+// of its predecessor stay held until the predecessor's pods are gone. Before, the allocator knew
+// policies by name, and the new object went Ready with the old one's addresses and pool.
+TEST_F(OperatorE2E, ARecreatedPolicyStartsAfreshAndItsPredecessorsAddressesWaitForItsPods) {
+  const std::string poolA = "e2e-recreate-a-" + suffix_;
+  const std::string poolB = "e2e-recreate-b-" + suffix_;
+  ASSERT_TRUE(applyPool(poolA, {"198.51.100.112/30"}));
+  ASSERT_TRUE(applyPool(poolB, {"198.51.100.116/30"}));
+  ASSERT_TRUE(apply(operatorConfigYaml("")));
+  ASSERT_TRUE(apply(policyYaml(ns_, "web", poolA, 2, "web")));
+  startOperator();
+  ASSERT_TRUE(allReady({"web"}, 180s));
+  ASSERT_EQ(policies(ns_)["web"].pool, poolA);
+  const auto oldPods = gatewayPods(ns_, "web");
+  ASSERT_EQ(oldPods.size(), 2u);
+  const std::string slow = oldPods.begin()->first;
+  ASSERT_TRUE(hold(slow));
+
+  ASSERT_TRUE(controlPlane().kubectl({"delete", "egp", "-n", ns_, "web", "--wait=false"}).ok());
+  ASSERT_TRUE(apply(policyYaml(ns_, "web", poolB, 2, "web")));
+  PolicyView web;
+  ASSERT_TRUE(eventually(
+      [&] {
+        web = policies(ns_)["web"];
+        return web.conditionIs("Ready", "True") && web.ledger.size() == 2;
+      },
+      180s))
+      << web.pool << " " << web.reason("Ready") << "\n"
+      << operators_.back()->process().log().substr(0, 4000);
+  EXPECT_EQ(web.pool, poolB);
+  for (const auto& entry : web.ledger) {
+    EXPECT_THAT(entry.front(), ::testing::AnyOf("198.51.100.117", "198.51.100.118"));
+  }
+  for (const auto& [name, pod] : gatewayPods(ns_, "web")) {
+    if (!pod.deleting) {
+      EXPECT_EQ(oldPods.count(name), 0u) << name << ": the old gateway was adopted";
+      EXPECT_THAT(pod.annotation, ::testing::AnyOf("198.51.100.117", "198.51.100.118"));
+    }
+  }
+  // Pool A keeps both old addresses while the old gateway is still terminating...
+  ASSERT_TRUE(operators_.back()->settle(6s, 60s));
+  EXPECT_EQ(poolField(poolA, ".status.ipv4.allocated"), "2");
+  // ... and frees them once it is gone.
+  release(slow);
+  EXPECT_TRUE(eventually([&] { return poolField(poolA, ".status.ipv4.allocated") == "0"; }, 120s));
+  EXPECT_TRUE(eventually([&] { return hasEvent(ns_, "web", "Released"); }, 60s));
 }
 
 // Acceptance 4: 200 one-replica policies against a 150-address pool.
@@ -469,6 +595,15 @@ TEST_F(OperatorE2E, NoPoolNoAddressAndTheClustersOwnAddressesAreNeverHandedOut) 
   controlPlane().kubectl({"patch", "node", "egress-node-1", "--subresource=status",
                           "--type=strategic", "-p",
                           R"({"status":{"addresses":[{"type":"ExternalIP","$patch":"delete"}]}})"});
+
+  // A deleted policy leaves no metric series behind, whether or not it ever held an address.
+  const std::string series = "policy=\"nopool\"";
+  ASSERT_TRUE(eventually(
+      [&] { return operators_.back()->metrics().find(series) != std::string::npos; }, 30s));
+  ASSERT_TRUE(controlPlane().kubectl({"delete", "egp", "-n", ns_, "nopool"}).ok());
+  EXPECT_TRUE(eventually(
+      [&] { return operators_.back()->metrics().find(series) == std::string::npos; }, 30s))
+      << operators_.back()->metrics();
 }
 
 // Acceptance 8: deleting a policy garbage-collects its objects and returns its addresses.

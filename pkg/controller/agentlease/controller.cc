@@ -91,7 +91,7 @@ net::awaitable<ReconcileResult> AgentLeaseController::reconcile(const std::strin
     }
     for (const auto& a : changed) {
       if (auto owner = ctx_.allocator.holderOf(a); !owner.empty()) {
-        keys.insert(std::move(owner));
+        keys.insert(ctx_.allocator.ownerName(owner));
       }
     }
     for (const auto& key : keys) {

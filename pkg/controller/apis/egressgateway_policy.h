@@ -78,6 +78,10 @@ struct EgressGatewayPolicyInfo {
   // ReplicaSet controlled by the Deployment this policy (uid) controls; once it is gone, any pod
   // labelled as its gateway (they only delay the release of its own addresses).
   std::map<EgressPodId, EgressPodInfo> egressPods;
+  // While the policy exists: the pods labelled as its gateways that are not proven its own (a
+  // deleted predecessor's of the same name, or a forgery). They prove nothing, and only delay
+  // the release of a predecessor's addresses.
+  std::vector<PodPtr> unprovenGatewayPods;
   // The source pods the policy selects (its own namespace only), not being deleted.
   std::vector<PodPtr> sourcePods;
   // Those being deleted: not counted as selected, but still sources of the data-plane view

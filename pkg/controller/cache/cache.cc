@@ -329,6 +329,64 @@ std::string Cache::resolvedPoolName(const v1alpha1::EgressGatewayPolicy& policy)
   return config ? config->spec.defaultPool : "";
 }
 
+std::string Cache::gatewayPolicyUid(const core::Pod& pod) const {
+  const std::string& ns = pod.metadata.namespace_;
+  const auto* podRef = meta::controllerOf(pod.metadata);
+  if (podRef == nullptr || podRef->kind != "ReplicaSet") {
+    return "";
+  }
+  auto rs = replicaSets_->indexer().get(ns + "/" + podRef->name);
+  const auto* rsRef = rs ? meta::controllerOf(rs->metadata) : nullptr;
+  if (rsRef == nullptr || rsRef->kind != "Deployment") {
+    return "";
+  }
+  auto d = deployments_->indexer().get(ns + "/" + rsRef->name);
+  const auto* dRef = d ? meta::controllerOf(d->metadata) : nullptr;
+  if (dRef == nullptr || dRef->kind != kPolicyKind) {
+    return "";
+  }
+  return provenGateway(pod, rs.get(), d.get(), dRef->uid) ? dRef->uid : "";
+}
+
+std::vector<ipam::InUse> Cache::addressesInUse() const {
+  std::vector<ipam::InUse> out;
+  for (const auto& [podKey, pod] : pods_->indexer().items()) {
+    auto label = policyOf(*pod);
+    auto annotation = pod->metadata.annotations.find(std::string(kEgressIPsAnnotation));
+    if (label.empty() || annotation == pod->metadata.annotations.end()) {
+      continue;
+    }
+    // Only a pod the operator's own objects control: a label and an annotation are anyone's to
+    // write in the namespace, and would let a tenant hold any free address of any pool.
+    std::string owner = gatewayPolicyUid(*pod);
+    if (owner.empty()) {
+      continue;
+    }
+    ipam::InUse u{std::move(owner), label.front(), "gateway pod " + podKey, {}, true};
+    const std::string& text = annotation->second;
+    for (size_t start = 0; start <= text.size();) {
+      const size_t comma = std::min(text.find(',', start), text.size());
+      if (comma > start) {
+        u.addresses.push_back(text.substr(start, comma - start));
+      }
+      start = comma + 1;
+    }
+    out.push_back(std::move(u));
+  }
+  for (const auto& [name, slice] : slices_->indexer().items()) {
+    if (!slice->spec.gateway) {
+      continue;
+    }
+    const auto& ref = slice->spec.policy;
+    ipam::InUse u{ref.uid, ref.namespace_ + "/" + ref.name, "EgressPolicySlice " + name, {}};
+    for (const auto& e : slice->spec.gateway->egressIPs) {
+      u.addresses.insert(u.addresses.end(), e.ips.begin(), e.ips.end());
+    }
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
 EgressGatewayPolicyInfo Cache::policyInfo(const std::string& key) const {
   EgressGatewayPolicyInfo info;
   info.key = key;
@@ -352,6 +410,7 @@ EgressGatewayPolicyInfo Cache::policyInfo(const std::string& key) const {
         const auto* ref = meta::controllerOf(pod->metadata);
         auto rs = ref == nullptr ? nullptr : replicaSets_->indexer().get(info.ns + "/" + ref->name);
         if (!provenGateway(*pod, rs.get(), info.deployment.deployment.get(), policyUid)) {
+          info.unprovenGatewayPods.push_back(pod);
           continue;
         }
       }

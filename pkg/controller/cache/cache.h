@@ -120,6 +120,15 @@ class Cache {
   // The view one reconcile of policy `key` works on.
   EgressGatewayPolicyInfo policyInfo(const std::string& key) const;
 
+  // The uid of the policy that controls gateway pod `pod` through its ReplicaSet and Deployment
+  // (by owner UIDs, as provenGateway checks); "" if the chain is broken or not cached.
+  std::string gatewayPolicyUid(const core::Pod& pod) const;
+  // What shows an address in use besides the ledgers, for the start hook's rebuild: every
+  // address a proven gateway pod carries (its egress-IP annotation; owner: the policy uid its
+  // chain of controllers ends in) and every address a published slice names (owner: the
+  // slice's policy uid). Both are written only by the operator.
+  std::vector<ipam::InUse> addressesInUse() const;
+
   // Undecodable policies (the cache holds them as entries without an object).
   std::vector<cache::UndecodablePtr> undecodablePolicies() const;
 

@@ -42,6 +42,7 @@ void EgressGatewayController::useOwnWrite(EgressGatewayPolicyInfo& info) {
 net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::string& key) {
   EgressGatewayPolicyInfo info = ctx_.cache.policyInfo(key);
   useOwnWrite(info);
+  ipPool_->useOwnPodWrites(info);
   if (!info.policy) {
     // Its view goes either way: the data plane stops using its addresses. A policy that exists
     // but does not decode cannot have its sources followed, and a stale source address, handed
@@ -60,11 +61,15 @@ net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::st
       co_return ReconcileResult::done();
     }
     deployment_->forget(key);
-    if (ipPool_->forget(info)) {
-      ctx_.metrics.removePolicy(info.ns, info.name);
-      summaryChanged(ctx_);
-    }
+    // Its series go whether or not it held anything (a policy that never got an address would
+    // otherwise keep them for good); its addresses once its pods are gone.
+    ctx_.metrics.removePolicy(info.ns, info.name);
+    ipPool_->releaseFormerOwners(info);
+    summaryChanged(ctx_);
     co_return ReconcileResult::done();
+  }
+  if (ipPool_->releaseFormerOwners(info)) {
+    summaryChanged(ctx_);
   }
   ReconcileResult combined = ReconcileResult::done();
   for (const auto& processor : processors_) {

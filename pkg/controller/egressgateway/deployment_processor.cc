@@ -17,6 +17,10 @@ namespace {
 
 using controllerruntime::ReconcileResult;
 
+// How often a re-created policy looks again for its predecessor's Deployment to be gone, in
+// case the delete event is missed (a relist); the event itself is what normally wakes it.
+constexpr std::chrono::seconds kPredecessorWait{5};
+
 bool carriesHash(const meta::ObjectMeta& meta, const std::string& hash) {
   auto it = meta.annotations.find(std::string(kAppliedHashAnnotation));
   return it != meta.annotations.end() && it->second == hash;
@@ -207,8 +211,20 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
   }
   const auto replicas = static_cast<int32_t>(ledger.size());
 
-  Rendered deployment = renderDeployment(policy, gatewayShape(policy, info.config.get()), replicas);
   const auto* cachedDeployment = info.deployment.deployment.get();
+  if (const auto* owner =
+          cachedDeployment == nullptr ? nullptr : meta::controllerOf(cachedDeployment->metadata);
+      owner != nullptr && owner->kind == kPolicyKind && owner->uid != policy.metadata.uid) {
+    // The gateway of a deleted policy of the same name, which the garbage collector is about to
+    // delete. An apply would adopt it (server-side apply replaces the owner reference it wrote),
+    // and with it the old pods and the addresses they carry; its deletion brings us back.
+    spdlog::info(
+        "egressgateway: policy {}: waiting for Deployment {} of the previous policy of "
+        "this name (uid {}) to be deleted",
+        info.key, cachedDeployment->metadata.name, owner->uid);
+    co_return ReconcileResult::requeueAfter(kPredecessorWait);
+  }
+  Rendered deployment = renderDeployment(policy, gatewayShape(policy, info.config.get()), replicas);
   if (cachedDeployment == nullptr || !carriesHash(cachedDeployment->metadata, deployment.hash) ||
       cachedDeployment->spec.replicas.value_or(1) != replicas) {
     auto r = co_await applyObject(ctx_.client, deploymentsResource(), info.ns,

@@ -1,6 +1,7 @@
 #include "pkg/controller/egressgateway/ippool_processor.h"
 
 #include <algorithm>
+#include <charconv>
 #include <tuple>
 
 #include <spdlog/spdlog.h>
@@ -57,7 +58,7 @@ bool sameLedger(const v1alpha1::EgressGatewayPolicyStatus& status,
 void wakeWaiting(Context& ctx, const std::string& pool, const std::vector<ipam::Address>& freed) {
   if (!pool.empty()) {
     for (const auto& waiting : ctx.allocator.waitingFor(pool)) {
-      ctx.policies.add(waiting);
+      ctx.policies.add(ctx.allocator.ownerName(waiting));
     }
   }
   for (const auto& a : freed) {
@@ -65,6 +66,17 @@ void wakeWaiting(Context& ctx, const std::string& pool, const std::vector<ipam::
       ctx.policies.add(key);
     }
   }
+}
+
+// Whether resourceVersion `cached` is certainly older than `written`: both integers, and less.
+bool versionBefore(const std::string& cached, const std::string& written) {
+  uint64_t a = 0;
+  uint64_t b = 0;
+  const auto* ae = cached.data() + cached.size();
+  const auto* be = written.data() + written.size();
+  auto [ap, aerr] = std::from_chars(cached.data(), ae, a);
+  auto [bp, berr] = std::from_chars(written.data(), be, b);
+  return aerr == std::errc() && berr == std::errc() && ap == ae && bp == be && a < b;
 }
 
 }  // namespace
@@ -97,6 +109,11 @@ void syncPoolFromCache(Context& ctx, const std::string& name) {
   }
 }
 
+const std::string& ownerOf(const EgressGatewayPolicyInfo& info) {
+  // A policy always has a uid from the API server; the key stands in for hand-built ones.
+  return info.policy && !info.policy->metadata.uid.empty() ? info.policy->metadata.uid : info.key;
+}
+
 std::set<ipam::Address> addressesInUse(const Context& ctx, const EgressGatewayPolicyInfo& info) {
   std::set<ipam::Address> out;
   for (const auto& [name, p] : info.egressPods) {
@@ -120,13 +137,14 @@ const std::string& IPPoolProcessor::name() const {
 ipam::AssignRequest IPPoolProcessor::request(const EgressGatewayPolicyInfo& info) const {
   const auto& policy = *info.policy;
   ipam::AssignRequest r;
-  r.owner = info.key;
+  r.owner = ownerOf(info);
+  r.name = info.key;
   r.families = policyFamilies(policy);
   r.replicas = gatewayShape(policy, info.config.get()).replicas;
   r.explicitAddresses = policy.spec.egressIP.addresses;
   r.pool = info.poolName;
-  const auto committed = ctx_.allocator.committedPool(info.key);
-  if (committed && !ctx_.allocator.committedEntries(info.key).empty()) {
+  const auto committed = ctx_.allocator.committedPool(r.owner);
+  if (committed && !ctx_.allocator.committedEntries(r.owner).empty()) {
     // The ledger decides the pool once it holds addresses (status.pool): never the spec's
     // history, which a 1.20 server cannot keep immutable.
     r.pool = *committed;
@@ -157,10 +175,15 @@ ipam::AssignRequest IPPoolProcessor::request(const EgressGatewayPolicyInfo& info
 
 net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo& info) {
   const auto& policy = *info.policy;
+  // The once-per-transition checks read the status as this reconcile found it: what this
+  // process last wrote if the watch has yet to deliver it (info.current), or they report again
+  // until the watch catches up. Copied: the ledger write below replaces info.current.
+  const auto& found = info.current ? info.current->status : policy.status;
+  const std::string reported = conditionReason(found.conditions, kConditionIPAllocated);
+  const int64_t reportedGeneration = found.observedGeneration;
   info.invalid = validatePolicy(policy);
   if (!info.invalid.empty()) {
-    if (conditionReason(policy.status.conditions, kConditionIPAllocated) != "InvalidSpec" ||
-        policy.status.observedGeneration != policy.metadata.generation) {
+    if (reported != "InvalidSpec" || reportedGeneration != policy.metadata.generation) {
       ctx_.recorder.event(referenceTo(kPolicyKind, policy.metadata), core::kEventTypeWarning,
                           "InvalidSpec", validation::join(info.invalid));
     }
@@ -183,10 +206,10 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
               (assignment.pool.empty() ? "" : " allocated from IPAMPool " + assignment.pool));
     }
   }
-  // Once per transition (the condition the cache shows says whether it was reported already),
+  // Once per transition (the condition the reconcile found says whether it was reported),
   // whether or not the ledger changed: a policy that never got an address writes no ledger.
-  reportShortfall(info, assignment);
-  auto released = ctx_.allocator.commit(info.key, assignment.pool, assignment.entries,
+  reportShortfall(info, assignment, reported);
+  auto released = ctx_.allocator.commit(ownerOf(info), assignment.pool, assignment.entries,
                                         addressesInUse(ctx_, info));
   if (!released.empty()) {
     ctx_.recorder.event(
@@ -203,12 +226,13 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
 }
 
 void IPPoolProcessor::reportShortfall(const EgressGatewayPolicyInfo& info,
-                                      const ipam::Assignment& assignment) {
+                                      const ipam::Assignment& assignment,
+                                      const std::string& reported) {
   if (assignment.shortfall == ipam::Shortfall::kNone) {
     return;
   }
   const std::string reason(ipam::shortfallName(assignment.shortfall));
-  if (conditionReason(info.policy->status.conditions, kConditionIPAllocated) == reason) {
+  if (reported == reason) {
     return;  // already reported
   }
   ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeWarning,
@@ -238,8 +262,8 @@ net::awaitable<ReconcileResult> IPPoolProcessor::writeLedger(EgressGatewayPolicy
   co_return ReconcileResult::done();
 }
 
-net::awaitable<Result<bool, std::string>> IPPoolProcessor::setEntry(const std::string& ns,
-                                                                    const std::string& pod,
+net::awaitable<Result<bool, std::string>> IPPoolProcessor::setEntry(const std::string& key,
+                                                                    const core::Pod& pod,
                                                                     const std::string& value) {
   const std::string annotation = value.empty() ? "null" : "\"" + value + "\"";
   std::string body = R"({"metadata":{"annotations":{")" + std::string(kEgressIPsAnnotation) +
@@ -247,16 +271,28 @@ net::awaitable<Result<bool, std::string>> IPPoolProcessor::setEntry(const std::s
   kube::Resource pods = podsResource();
   kube::WriteOptions opts;
   opts.fieldManager = std::string(kFieldManager);
-  std::string podNs = ns;
-  std::string podName = pod;
+  std::string podNs = pod.metadata.namespace_;
+  std::string podName = pod.metadata.name;
   auto patched = co_await ctx_.client.patch(std::move(pods), std::move(podNs), std::move(podName),
                                             kube::PatchType::Merge, std::move(body),
                                             std::move(opts), std::string());
   if (!patched) {
     if (patched.error().isNotFound()) {
+      podWrites_[key].erase(pod.metadata.uid);
       co_return false;  // gone meanwhile
     }
-    co_return "annotating gateway pod " + pod + ": " + patched.error().message();
+    co_return "annotating gateway pod " + pod.metadata.name + ": " + patched.error().message();
+  }
+  std::string written;
+  if (const auto md = patched->FindMember("metadata");
+      md != patched->MemberEnd() && md->value.IsObject()) {
+    if (const auto rv = md->value.FindMember("resourceVersion");
+        rv != md->value.MemberEnd() && rv->value.IsString()) {
+      written.assign(rv->value.GetString(), rv->value.GetStringLength());
+    }
+  }
+  if (!written.empty()) {
+    podWrites_[key][pod.metadata.uid] = PodWrite{std::move(written), value};
   }
   co_return true;
 }
@@ -311,7 +347,7 @@ net::awaitable<ReconcileResult> IPPoolProcessor::moveStaleHolders(
     }
     // The new holder first: until the old one loses it, both carry the entry and the agents
     // pick the one on the node with a fresh Lease, so there is no moment without a holder.
-    auto taken = co_await setEntry(info.ns, move.to, value);
+    auto taken = co_await setEntry(info.key, *info.egressPods.at(move.to).pod, value);
     if (!taken) {
       co_return ReconcileResult::error(taken.error());
     }
@@ -319,7 +355,7 @@ net::awaitable<ReconcileResult> IPPoolProcessor::moveStaleHolders(
       continue;
     }
     const std::string none;
-    auto released = co_await setEntry(info.ns, move.from, none);
+    auto released = co_await setEntry(info.key, *info.egressPods.at(move.from).pod, none);
     if (!released) {
       co_return ReconcileResult::error(released.error());
     }
@@ -378,7 +414,7 @@ net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(EgressGatewayPolic
       continue;  // nothing to give, nothing to take away
     }
     const std::string& podName = p->pod->metadata.name;
-    auto patched = co_await setEntry(info.ns, podName, value);
+    auto patched = co_await setEntry(info.key, *p->pod, value);
     if (!patched) {
       co_return ReconcileResult::error(patched.error());
     }
@@ -397,34 +433,73 @@ net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(EgressGatewayPolic
   co_return ReconcileResult::done();
 }
 
-bool IPPoolProcessor::forget(const EgressGatewayPolicyInfo& info) {
+void IPPoolProcessor::useOwnPodWrites(EgressGatewayPolicyInfo& info) {
+  auto it = podWrites_.find(info.key);
+  if (it == podWrites_.end()) {
+    return;
+  }
+  auto& writes = it->second;
+  std::map<std::string, EgressPodInfo*> byUid;
+  for (auto& [name, p] : info.egressPods) {
+    byUid.emplace(p.pod->metadata.uid, &p);
+  }
+  std::erase_if(writes, [&](const auto& kv) {
+    auto pod = byUid.find(kv.first);
+    if (pod == byUid.end() ||
+        !versionBefore(pod->second->pod->metadata.resourceVersion, kv.second.written)) {
+      return true;  // gone, or the cache shows our write (or a later one, or cannot tell)
+    }
+    pod->second->egressIPs = kv.second.value;
+    return false;
+  });
+  if (writes.empty()) {
+    podWrites_.erase(it);
+  }
+}
+
+bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
   if (info.undecodable) {
     return false;  // it exists, we just cannot read it: it keeps everything (fail closed)
   }
-  if (!info.egressPods.empty()) {
-    return false;  // its gateway pods still hold addresses; their deletion brings us back
+  const std::string current = info.policy ? ownerOf(info) : std::string();
+  // Once gone, every pod labelled as its gateway is the former owner's; while a successor
+  // exists, those it cannot prove its own (owner UIDs) are.
+  const bool podsLeft = info.policy ? !info.unprovenGatewayPods.empty() : !info.egressPods.empty();
+  if (podsLeft) {
+    return false;  // their deletion brings us back
   }
   const auto claims = ctx_.agents.claims(ctx_.clock.now());
-  for (const auto& entry : ctx_.allocator.committedEntries(info.key)) {
-    for (const auto& a : entry) {
-      if (claims.contains(a)) {
-        // A live agent still answers for it (its view is not gone yet): its report changing
-        // brings us back (the agentlease controller queues the address's holder).
-        return false;
-      }
+  bool freed = false;
+  for (const auto& owner : ctx_.allocator.ownersNamed(info.key)) {
+    if (owner == current) {
+      continue;
     }
+    const auto held = ctx_.allocator.heldBy(owner);
+    if (std::any_of(held.begin(), held.end(), [&](const auto& a) { return claims.contains(a); })) {
+      // A live agent still answers for it (its view is not gone yet): its report changing
+      // brings us back (the agentlease controller queues the address's holder).
+      continue;
+    }
+    const auto pool = ctx_.allocator.committedPool(owner);
+    auto released = ctx_.allocator.releaseAll(owner);
+    if (released.empty()) {
+      continue;
+    }
+    freed = true;
+    spdlog::info("egressgateway: policy {} (uid {}) is gone: released {}", info.key, owner,
+                 join(released));
+    if (info.policy) {
+      ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeNormal,
+                          "Released",
+                          join(released) + " of the previous policy named " + info.key + " (uid " +
+                              owner + ") released: its gateway pods are gone");
+    }
+    if (pool && !pool->empty()) {
+      ctx_.pools.addAfter(*pool, kPoolStatusBatch);
+    }
+    wakeWaiting(ctx_, pool.value_or(""), released);
   }
-  const auto pool = ctx_.allocator.committedPool(info.key);
-  auto released = ctx_.allocator.releaseAll(info.key);
-  if (released.empty()) {
-    return false;
-  }
-  spdlog::info("egressgateway: policy {} is gone: released {}", info.key, join(released));
-  if (pool && !pool->empty()) {
-    ctx_.pools.addAfter(*pool, kPoolStatusBatch);
-  }
-  wakeWaiting(ctx_, pool.value_or(""), released);
-  return true;
+  return freed;
 }
 
 }  // namespace egress::controller

@@ -18,9 +18,12 @@
 //      first moves to a gateway pod on a node whose agent is live (holder_moves.h), with an
 //      Event.
 // An address leaves the policy only once no gateway pod of it carries the address any more.
-// forget() is the end of a deleted policy: its addresses are freed once its pods are gone.
+// The allocator knows a policy by its uid: releaseFormerOwners() is the end of a policy that is
+// gone, or was deleted and re-created under the same name (a new uid, which allocates afresh
+// from the pool it names): the old one's addresses are freed once its pods are gone.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,9 +41,20 @@ class IPPoolProcessor : public PolicyProcessor {
   net::awaitable<controllerruntime::ReconcileResult> process(
       EgressGatewayPolicyInfo& info) override;
 
-  // The policy is gone (not undecodable: that one keeps everything): frees its addresses if no
-  // gateway pod of it is left, and tells the pools. Returns whether it freed them.
-  bool forget(const EgressGatewayPolicyInfo& info);
+  // Frees what the allocator holds under the policy's name for any uid but the current
+  // policy's (all of them if it is gone; none if it is undecodable: that one keeps
+  // everything), once no pod labelled as the name's gateway, other than the current policy's
+  // proven ones, is left and no live agent claims any of it; tells the pools. Returns whether
+  // it freed anything.
+  bool releaseFormerOwners(const EgressGatewayPolicyInfo& info);
+
+  // Makes `info` see the egress-IP annotations this process wrote that the pod cache does not
+  // show yet: the next reconcile must not free an address a pod was just given, nor give it to
+  // another pod. A write is forgotten once the cached pod has the resourceVersion the patch
+  // returned or a later one, or the pod is gone. Deliberate difference from client-go, which
+  // treats resourceVersions as opaque: "later" compares them as the integers every etcd-backed
+  // server sends (a version that is not one ends the memo, and the cache is believed).
+  void useOwnPodWrites(EgressGatewayPolicyInfo& info);
 
  private:
   ipam::AssignRequest request(const EgressGatewayPolicyInfo& info) const;
@@ -55,17 +69,30 @@ class IPPoolProcessor : public PolicyProcessor {
   // has not seen (its watch lags): then it is live again and must keep what it holds.
   net::awaitable<Result<bool, std::string>> renewedSinceSeen(const std::string& node);
   // Sets (value "" removes) a gateway pod's egress-IP annotation; false if the pod is gone.
-  net::awaitable<Result<bool, std::string>> setEntry(const std::string& ns, const std::string& pod,
+  net::awaitable<Result<bool, std::string>> setEntry(const std::string& key, const core::Pod& pod,
                                                      const std::string& value);
-  void reportShortfall(const EgressGatewayPolicyInfo& info, const ipam::Assignment& assignment);
+  // Once per transition: nothing if `reported`, the IPAllocated reason the reconcile found,
+  // already says it.
+  void reportShortfall(const EgressGatewayPolicyInfo& info, const ipam::Assignment& assignment,
+                       const std::string& reported);
 
   Context& ctx_;
+  // What setEntry() wrote, per policy key, by pod uid: the resourceVersion the patch returned,
+  // and the value.
+  struct PodWrite {
+    std::string written;
+    std::string value;
+  };
+  std::map<std::string, std::map<std::string, PodWrite>> podWrites_;
 };
 
 // Brings the allocator's pool `name` in line with the cached IPAMPool (created, changed,
 // deleted, or invalid). Both the IPAMPool controller and the IPPoolProcessor call it, so a policy
 // reconciled before its new pool's own reconcile still sees the pool.
 void syncPoolFromCache(Context& ctx, const std::string& name);
+
+// The allocator's owner for the policy: its uid.
+const std::string& ownerOf(const EgressGatewayPolicyInfo& info);
 
 // The addresses in use: those the policy's gateway pods carry in their annotations, and those a
 // live agent reports programmed.

@@ -17,6 +17,7 @@
 #include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/names.h"
 #include "pkg/kube/rest_client.h"
+#include "test/testutil/fake_time.h"
 #include "test/testutil/run_sync.h"
 #include "test/unit/cache/fake_lister_watcher.h"
 #include "test/unit/controller/policy_info_builder.h"
@@ -109,6 +110,9 @@ class IPPoolProcessorTest : public ::testing::Test {
       return json(200, R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + pod +
                            R"(","namespace":"ns","resourceVersion":"20"}})");
     }
+    if (r.target.find("/events") != std::string::npos) {
+      events_.push_back(r.method + " " + r.body);
+    }
     if (r.method == "PUT" && r.target.find("/status") != std::string::npos) {
       ++statusWrites_;
       return json(200, r.body);
@@ -151,6 +155,7 @@ class IPPoolProcessorTest : public ::testing::Test {
   std::unique_ptr<Context> ctx_;
   std::set<std::string> gone_;
   std::vector<std::string> patched_;
+  std::vector<std::string> events_;
   int statusWrites_ = 0;
 };
 
@@ -239,6 +244,115 @@ TEST_F(IPPoolProcessorTest, AnAddressALiveAgentStillAnswersForIsNotFreed) {
   again.current = one.current;
   ASSERT_TRUE(process(again).isDone());
   EXPECT_EQ(ctx_->allocator.holderOf(second), "");
+}
+
+// A policy deleted and re-created under the same name is another owner: it allocates afresh, and
+// its predecessor's address stays held while a pod of the name that is not the new policy's own
+// is left, then is freed (with an Event on the new policy).
+TEST_F(IPPoolProcessorTest, ARecreatedPolicyStartsAfreshAndItsPredecessorWaitsForItsPods) {
+  auto withUid = [&](const std::string& uid) {
+    auto i = info();
+    auto policy = std::make_shared<v1alpha1::EgressGatewayPolicy>(*i.policy);
+    policy->metadata.uid = uid;
+    i.policy = policy;
+    i.current = *policy;
+    return i;
+  };
+  auto old = withUid("uid-old");
+  addPod(old, "gw-old", 10);
+  ASSERT_TRUE(process(old).isDone());
+  const auto first = old.assignment->entries.at(0).front();
+  ASSERT_EQ(ctx_->allocator.holderOf(first), "uid-old");
+
+  auto fresh = withUid("uid-new");
+  addPod(fresh, "gw-new", 20);
+  fresh.unprovenGatewayPods.push_back(old.egressPods.at("gw-old").pod);
+  ASSERT_TRUE(process(fresh).isDone());
+  ASSERT_EQ(fresh.assignment->entries.size(), 1u);
+  EXPECT_NE(fresh.assignment->entries[0].front(), first) << "inherited the predecessor's address";
+  EXPECT_EQ(ctx_->allocator.holderOf(fresh.assignment->entries[0].front()), "uid-new");
+
+  IPPoolProcessor processor(*ctx_);
+  EXPECT_FALSE(processor.releaseFormerOwners(fresh)) << "its old gateway is still there";
+  EXPECT_EQ(ctx_->allocator.holderOf(first), "uid-old");
+  fresh.unprovenGatewayPods.clear();
+  EXPECT_TRUE(processor.releaseFormerOwners(fresh));
+  EXPECT_EQ(ctx_->allocator.holderOf(first), "");
+  EXPECT_THAT(ctx_->allocator.ownersNamed("ns/p"), ::testing::ElementsAre("uid-new"));
+}
+
+// A shortfall is reported once per transition, also while the watch has yet to deliver the
+// status that says so: the check reads what this process wrote (info.current, which
+// useOwnWrite makes the newer copy), not the cached policy.
+TEST_F(IPPoolProcessorTest, AShortfallIsReportedOnceBeforeTheWatchCatchesUp) {
+  auto three = [&] {
+    auto i = testing::policyInfo(1, 3);  // the pool has two addresses
+    i.poolName = "pool";
+    i.pool = cache_->pool("pool");
+    testing::addDeployment(i, 2, 2);
+    return i;
+  };
+  auto first = three();
+  ASSERT_TRUE(process(first).isDone());
+  ASSERT_EQ(first.assignment->shortfall, ipam::Shortfall::kPoolExhausted);
+  ASSERT_EQ(statusWrites_, 1);
+  auto again = three();  // the cached policy has no status yet; our own write is newer
+  again.current = first.current;
+  ASSERT_TRUE(process(again).isDone());
+  EXPECT_EQ(statusWrites_, 1);
+  testutil::pollReady(ioc_);
+  // Allocated and PoolExhausted, each created once; a repeat would be a PATCH of its count.
+  ASSERT_EQ(events_.size(), 2u) << ::testing::PrintToString(events_);
+  EXPECT_THAT(events_[1], ::testing::HasSubstr("PoolExhausted"));
+}
+
+// The pod cache lags the patch that gave a pod its entry. A scale-down reconciled in that window
+// must not free the address the pod now carries (and hand it to another policy): the reconcile
+// reads the pod's annotation as this process wrote it, until the cache shows that write.
+TEST_F(IPPoolProcessorTest, AnAddressJustGivenToAPodIsNotFreedBeforeTheCacheShowsIt) {
+  IPPoolProcessor processor(*ctx_);  // one across the reconciles: it remembers its writes
+  auto withPods = [&](int64_t generation, int32_t replicas) {
+    auto i = testing::policyInfo(generation, replicas);
+    i.poolName = "pool";
+    i.pool = cache_->pool("pool");
+    testing::addDeployment(i, replicas, replicas);
+    for (const auto& [name, created] :
+         {std::pair<std::string, int64_t>{"gw-a", 10}, {"gw-b", 11}}) {
+      addPod(i, name, created);
+      auto pod = std::make_shared<core::Pod>(*i.egressPods[name].pod);
+      pod->metadata.uid = "uid-" + name;
+      pod->metadata.resourceVersion = "10";  // as cached before the patches (which return "20")
+      i.egressPods[name].pod = pod;
+    }
+    return i;
+  };
+  auto two = withPods(1, 2);
+  ASSERT_TRUE(testutil::runSync(ioc_, processor.process(two)).isDone());
+  ASSERT_EQ(two.egressPods["gw-b"].egressIPs, "203.0.113.2");
+
+  auto one = withPods(2, 1);  // scaled down; the cache has neither annotation yet
+  one.current->status = two.current->status;
+  processor.useOwnPodWrites(one);
+  EXPECT_EQ(one.egressPods["gw-b"].egressIPs, "203.0.113.2");
+  ASSERT_TRUE(testutil::runSync(ioc_, processor.process(one)).isDone());
+  ASSERT_EQ(one.assignment->entries.size(), 1u);
+  EXPECT_EQ(ctx_->allocator.holderOf(*ipam::parseAddress("203.0.113.2")), "ns/p")
+      << "freed while gw-b carries it";
+  EXPECT_EQ(one.egressPods["gw-b"].egressIPs, "") << "its surplus entry is taken back";
+
+  // The cache shows the patches (resourceVersion 20): the cache is believed again, and the
+  // address that no pod carries any more is freed.
+  auto caughtUp = withPods(2, 1);
+  caughtUp.current = one.current;
+  for (auto& [name, p] : caughtUp.egressPods) {
+    auto pod = std::make_shared<core::Pod>(*p.pod);
+    pod->metadata.resourceVersion = "20";
+    p.pod = pod;
+  }
+  caughtUp.egressPods["gw-a"].egressIPs = "203.0.113.1";
+  processor.useOwnPodWrites(caughtUp);
+  ASSERT_TRUE(testutil::runSync(ioc_, processor.process(caughtUp)).isDone());
+  EXPECT_EQ(ctx_->allocator.holderOf(*ipam::parseAddress("203.0.113.2")), "");
 }
 
 }  // namespace

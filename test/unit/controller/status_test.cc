@@ -296,7 +296,8 @@ TEST(LedgerFromRaw, ReadsTheLedgerEvenOfAnObjectTheTypedDecoderRefuses) {
                          "egressIPs": ["203.0.113.1", "2001:db8::1", "203.0.113.9"]}})");
   auto raw = ledgerFromRaw(d);
   ASSERT_TRUE(raw);
-  EXPECT_EQ(raw->ledger.owner, "ns/p");
+  EXPECT_EQ(raw->ledger.owner, "u") << "by uid: a re-created policy is another owner";
+  EXPECT_EQ(raw->ledger.name, "ns/p");
   EXPECT_EQ(raw->ledger.pool, "pool");
   EXPECT_EQ(raw->ledger.created, 1767225600);
   EXPECT_EQ(raw->ref.uid, "u");

@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pkg/base/notifier.h"
+#include "pkg/kube/rest_client.h"
 #include "test/testutil/fake_time.h"
 #include "test/testutil/run_sync.h"
 #include "test/unit/cache/fake_lister_watcher.h"
@@ -399,6 +400,30 @@ TEST_F(ManagerTest, LostLeadershipStopsTheRunnablesAndExitsNonZero) {
   ASSERT_TRUE(exit_);
   EXPECT_EQ(*exit_, kExitError);
   EXPECT_FALSE(manager_->isLeader());
+}
+
+// Another holder took the lease (seen at the next renewal): a successor may be writing already,
+// so the deposed leader writes nothing more (its client's writes are fenced, a reconcile still
+// in flight included) and exits at once instead of granting its runnables the rest of the lease.
+TEST_F(ManagerTest, LeadershipTakenByAnotherHolderFencesWritesAndExitsAtOnce) {
+  LogCapture log;
+  runTwoAsLeader();
+  a_->busy = true;
+  auto taken = *store_.record();
+  taken.holderIdentity = "successor";
+  store_.setRecord(taken);
+  advance(seconds(3));  // the next renewal (retry period 2 s) sees it
+  EXPECT_THAT(log.text(), HasSubstr("leader election lost to successor"));
+  ASSERT_TRUE(exit_) << "waited for a reconcile in flight while the successor may write";
+  EXPECT_EQ(*exit_, kExitError);
+  EXPECT_EQ(world_.holder(), "successor") << "the deposed leader wrote the lease";
+  ASSERT_TRUE(manager_->client().writesFenced());
+  const kube::Resource things{"example.com", "v1", "things", true};
+  auto write = testutil::runSync(ioc_, manager_->client().create(things, "ns", "{}"));
+  ASSERT_FALSE(write);
+  EXPECT_TRUE(write.error().isFenced()) << write.error().message();
+  a_->finishWork();
+  poll();
 }
 
 // SIGTERM: stop() every runnable, await the work in flight while the lease is still renewed,

@@ -195,9 +195,69 @@ TEST(Allocator, WithoutAPoolNewExplicitAddressesAreRefused) {
 
 // Existing ledgers keep theirs: dropping an address a gateway may still carry would let another
 // policy take it.
+// Owners are uids: a policy re-created under the same name starts afresh, and its predecessor
+// keeps what it holds until released; messages name the policy, not the uid.
+TEST(Allocator, OwnersAreUidsAndMessagesNameThem) {
+  Allocator a;
+  a.rebuild({pool("p", 1, {"203.0.113.0/30"}), pool("q", 2, {"198.51.100.0/30"})},
+            {PolicyLedger{"uid-1", 1, "p", {{"203.0.113.1"}, {"203.0.113.2"}}, "ns/web"}});
+  AssignRequest again = request("uid-2", "q", 2);
+  again.name = "ns/web";
+  auto out = assignAndCommit(a, again);
+  EXPECT_EQ(out.shortfall, Shortfall::kNone) << out.message;
+  EXPECT_EQ(out.pool, "q");
+  EXPECT_THAT(texts(out.entries), ElementsAre("198.51.100.1", "198.51.100.2"));
+  EXPECT_THAT(a.ownersNamed("ns/web"), UnorderedElementsAre("uid-1", "uid-2"));
+  EXPECT_EQ(a.holderOf(*parseAddress("203.0.113.1")), "uid-1");
+  EXPECT_EQ(a.ownerName("uid-1"), "ns/web");
+
+  AssignRequest thief = request("uid-3", "p", 1, {kV4}, {"203.0.113.2"});
+  thief.name = "ns/thief";
+  out = a.assign(thief);
+  EXPECT_EQ(out.shortfall, Shortfall::kAddressConflict);
+  EXPECT_EQ(out.message, "explicit address 203.0.113.2 is held by ns/web");
+
+  EXPECT_THAT(texts(a.releaseAll("uid-1")), ElementsAre("203.0.113.1", "203.0.113.2"));
+  EXPECT_THAT(a.ownersNamed("ns/web"), ElementsAre("uid-2"));
+}
+
+// What a gateway pod or the published view shows in use is held beyond the ledger after a
+// rebuild, until a commit no longer finds it in use; a tenant-editable source (a pod's
+// annotation) counts only inside its owner's ledger pool.
+TEST(Allocator, RebuildHoldsWhatIsInUseBeyondTheLedgers) {
+  Allocator a;
+  const std::vector<PoolSpec> pools = {pool("p", 1, {"203.0.113.0/29"}),
+                                       pool("q", 2, {"198.51.100.0/29"})};
+  const auto conflicts = a.rebuild(
+      pools, {PolicyLedger{"uid-a", 1, "p", {{"203.0.113.1"}}, "ns/a"}},
+      {InUse{"uid-a", "ns/a", "gateway pod ns/egw-a-2", {"203.0.113.2"}, true},
+       InUse{"uid-a", "ns/a", "gateway pod ns/egw-a-3", {"198.51.100.1"}, true},
+       InUse{"uid-gone", "ns/gone", "EgressPolicySlice ns.gone.0", {"198.51.100.2"}, false},
+       InUse{"uid-x", "ns/x", "gateway pod ns/egw-x-1", {"203.0.113.3"}, true}});
+  ASSERT_EQ(conflicts.size(), 2u);
+  EXPECT_EQ(conflicts[0].message,
+            "198.51.100.1 is carried by gateway pod ns/egw-a-3 of ns/a, outside the pool of its "
+            "ledger (an annotation alone proves nothing): not held");
+  EXPECT_EQ(conflicts[1].address, "203.0.113.3") << "no ledger: a pod's annotation proves nothing";
+  EXPECT_EQ(a.holderOf(*parseAddress("203.0.113.2")), "uid-a");
+  EXPECT_EQ(a.holderOf(*parseAddress("198.51.100.2")), "uid-gone");
+  EXPECT_EQ(a.holderOf(*parseAddress("203.0.113.3")), "");
+  EXPECT_EQ(a.poolState("p").ipv4.allocated, 2);
+  EXPECT_EQ(a.poolState("q").ipv4.allocated, 1);
+
+  // Another policy of pool p gets neither .1 nor .2.
+  auto other = assignAndCommit(a, request("uid-b", "p", 1));
+  EXPECT_THAT(texts(other.entries), ElementsAre("203.0.113.3"));
+  // While the pod still carries .2 its owner's commit keeps it; once it does not, frees it.
+  const std::vector<Entry> ledger = {{*parseAddress("203.0.113.1")}};
+  EXPECT_THAT(a.commit("uid-a", "p", ledger, {*parseAddress("203.0.113.2")}), IsEmpty());
+  EXPECT_THAT(texts(a.commit("uid-a", "p", ledger, {})), ElementsAre("203.0.113.2"));
+  EXPECT_THAT(texts(a.releaseAll("uid-gone")), ElementsAre("198.51.100.2"));
+}
+
 TEST(Allocator, WithoutAPoolALedgersExplicitAddressesStayHeld) {
   Allocator a;
-  EXPECT_THAT(a.rebuild({}, {PolicyLedger{"ns/a", 1, "", {{"198.51.100.7"}}}}), IsEmpty());
+  EXPECT_THAT(a.rebuild({}, {PolicyLedger{"ns/a", 1, "", {{"198.51.100.7"}}, ""}}), IsEmpty());
   auto out = assignAndCommit(a, request("ns/a", "", 2, {kV4}, {"198.51.100.7", "198.51.100.8"}));
   EXPECT_EQ(out.shortfall, Shortfall::kNoPool);
   EXPECT_THAT(out.message, ::testing::HasSubstr("198.51.100.8 has no pool"));
@@ -216,7 +276,7 @@ TEST(Allocator, WithoutAPoolALedgersExplicitAddressesStayHeld) {
 TEST(Allocator, AnAddressHeldWithoutAPoolIsNeverHandedOutByAPool) {
   Allocator a;
   a.rebuild({pool("p", 1, {"203.0.113.0/30"})},
-            {PolicyLedger{"ns/explicit", 1, "", {{"203.0.113.1"}}}});
+            {PolicyLedger{"ns/explicit", 1, "", {{"203.0.113.1"}}, ""}});
   auto out = assignAndCommit(a, request("ns/a", "p", 2));
   EXPECT_EQ(out.shortfall, Shortfall::kPoolExhausted);
   EXPECT_THAT(texts(out.entries), ElementsAre("203.0.113.2"));
@@ -228,9 +288,10 @@ TEST(Allocator, AnAddressHeldWithoutAPoolIsNeverHandedOutByAPool) {
 
 TEST(Allocator, RebuildRestoresLedgersAndTheOlderPolicyKeepsAConflict) {
   Allocator a;
-  auto conflicts = a.rebuild({pool("p", 1, {"203.0.113.0/28"})},
-                             {PolicyLedger{"ns/new", 20, "p", {{"203.0.113.5"}, {"203.0.113.6"}}},
-                              PolicyLedger{"ns/old", 10, "p", {{"203.0.113.5"}}}});
+  auto conflicts =
+      a.rebuild({pool("p", 1, {"203.0.113.0/28"})},
+                {PolicyLedger{"ns/new", 20, "p", {{"203.0.113.5"}, {"203.0.113.6"}}, ""},
+                 PolicyLedger{"ns/old", 10, "p", {{"203.0.113.5"}}, ""}});
   ASSERT_EQ(conflicts.size(), 1u);
   EXPECT_EQ(conflicts[0].owner, "ns/new");
   EXPECT_EQ(conflicts[0].holder, "ns/old");
@@ -245,8 +306,9 @@ TEST(Allocator, RebuildRestoresLedgersAndTheOlderPolicyKeepsAConflict) {
 
 TEST(Allocator, RebuildKeepsAddressesOutsideThePoolHeldAndCountsThem) {
   Allocator a;
-  auto conflicts = a.rebuild({pool("p", 1, {"203.0.113.0/29"}, {"203.0.113.2"})},
-                             {PolicyLedger{"ns/a", 1, "p", {{"203.0.113.2"}, {"198.51.100.1"}}}});
+  auto conflicts =
+      a.rebuild({pool("p", 1, {"203.0.113.0/29"}, {"203.0.113.2"})},
+                {PolicyLedger{"ns/a", 1, "p", {{"203.0.113.2"}, {"198.51.100.1"}}, ""}});
   ASSERT_EQ(conflicts.size(), 2u);
   EXPECT_EQ(a.poolState("p").ipv4.outside, 2);
   EXPECT_EQ(a.holderOf(ip("203.0.113.2")), "ns/a");
@@ -261,7 +323,7 @@ TEST(Allocator, RebuildKeepsAddressesOutsideThePoolHeldAndCountsThem) {
 
 TEST(Allocator, ALedgerWhosePoolIsMissingStaysHeldUntilThePoolComes) {
   Allocator a;
-  a.rebuild({}, {PolicyLedger{"ns/a", 1, "later", {{"203.0.113.1"}}}});
+  a.rebuild({}, {PolicyLedger{"ns/a", 1, "later", {{"203.0.113.1"}}, ""}});
   EXPECT_EQ(a.holderOf(ip("203.0.113.1")), "ns/a");
   auto out = a.assign(request("ns/a", "later", 2));
   EXPECT_EQ(out.shortfall, Shortfall::kPoolNotFound);
@@ -290,7 +352,7 @@ TEST(Allocator, TheNewerOfTwoOverlappingPoolsMakesNoNewAllocations) {
 TEST(Allocator, AddressesHeldInAnOverlappingPoolAreNeverHandedOutTwice) {
   Allocator a;
   a.rebuild({pool("old", 1, {"203.0.113.0/30"}), pool("new", 2, {"203.0.113.0/30"})},
-            {PolicyLedger{"ns/x", 1, "new", {{"203.0.113.1"}}}});
+            {PolicyLedger{"ns/x", 1, "new", {{"203.0.113.1"}}, ""}});
   auto out = assignAndCommit(a, request("ns/a", "old", 2));
   EXPECT_EQ(out.shortfall, Shortfall::kPoolExhausted);
   EXPECT_THAT(texts(out.entries), ElementsAre("203.0.113.2"));
@@ -458,9 +520,9 @@ TEST(Allocator, RebuildReportsReservedAndSpecialUseLedgerAddressesAndKeepsThem) 
   a.setReserved({reservation("192.0.2.1", "node n1's InternalIP")});
   auto conflicts =
       a.rebuild({pool("p", 1, {"192.0.2.0/29"})},
-                {PolicyLedger{"ns/a", 1, "p", {{"192.0.2.1"}, {"169.254.0.9"}, {"192.0.2.2"}}},
-                 PolicyLedger{"ns/b", 2, "", {{"127.0.0.1"}, {"198.51.100.1"}}},
-                 PolicyLedger{"ns/c", 3, "missing", {{"224.0.0.1"}}}});
+                {PolicyLedger{"ns/a", 1, "p", {{"192.0.2.1"}, {"169.254.0.9"}, {"192.0.2.2"}}, ""},
+                 PolicyLedger{"ns/b", 2, "", {{"127.0.0.1"}, {"198.51.100.1"}}, ""},
+                 PolicyLedger{"ns/c", 3, "missing", {{"224.0.0.1"}}, ""}});
   std::vector<std::tuple<std::string, std::string, Reason, std::string>> got;
   for (const auto& c : conflicts) {
     got.emplace_back(c.owner, c.address, c.reason, c.message);
@@ -527,7 +589,7 @@ TEST(Allocator, RandomChurnNeverHandsAnAddressOutTwice) {
       } else if (op == 4) {
         std::vector<PolicyLedger> written;
         for (const auto& o : a.owners()) {
-          PolicyLedger l{o, static_cast<int64_t>(next(3)), a.committedPool(o).value_or(""), {}};
+          PolicyLedger l{o, static_cast<int64_t>(next(3)), a.committedPool(o).value_or(""), {}, ""};
           for (const auto& e : a.committedEntries(o)) {
             l.entries.push_back({});
             for (const auto& addr : e) {

@@ -550,12 +550,15 @@ TEST_F(RestClientTest, PostTheServerHungUpOnIsNotRetried) {
   EXPECT_EQ(server.connectionsAccepted(), 1) << "sent once, on the pooled connection";
 }
 
+// A server that answers every request with 200 and "{}".
+FakeResponse answerEmptyObject(const FakeRequest&) {
+  FakeResponse r;
+  r.body = "{}";
+  return r;
+}
+
 TEST_F(RestClientTest, VerbsBuildTheRightRequests) {
-  FakeApiServer server(ioc_, [&](const FakeRequest&) {
-    FakeResponse r;
-    r.body = "{}";
-    return r;
-  });
+  FakeApiServer server(ioc_, answerEmptyObject);
   auto client = makeClient(plainConfig(server));
   ListOptions list;
   list.labelSelector = "app in (a,b),!legacy";
@@ -592,6 +595,28 @@ TEST_F(RestClientTest, VerbsBuildTheRightRequests) {
   EXPECT_THAT(reqs[3].body, HasSubstr(R"("propagationPolicy":"Foreground")"));
   EXPECT_EQ(reqs[4].method, "PUT");
   EXPECT_EQ(reqs[4].target, "/apis/apps/v1/namespaces/ns-1/deployments/egw-a/scale");
+}
+
+// Fenced: every verb but GET fails before it is sent, and nothing retries it; reads go on.
+TEST_F(RestClientTest, FencedWritesAreRefusedBeforeTheyAreSent) {
+  FakeApiServer server(ioc_, answerEmptyObject);
+  auto client = makeClient(plainConfig(server));
+  ASSERT_TRUE(run(client->create(kDeployments, "ns-1", "{}")));
+  client->fenceWrites("leadership lost to b");
+  EXPECT_TRUE(client->writesFenced());
+  auto created = run(client->create(kDeployments, "ns-1", "{}"));
+  ASSERT_FALSE(created);
+  EXPECT_TRUE(created.error().isFenced());
+  EXPECT_EQ(created.error().message(), "writes fenced: leadership lost to b");
+  EXPECT_FALSE(run(client->apply(kDeployments, "ns-1", "egw-a", "{}",
+                                 {"egress-gateway-operator", true, false})));
+  EXPECT_FALSE(run(client->remove(kDeployments, "ns-1", "egw-a", DeleteOptions{})));
+  EXPECT_FALSE(run(client->update(kDeployments, "ns-1", "egw-a", "{}", {}, "status")));
+  ASSERT_TRUE(run(client->list(kPods, "ns-1", ListOptions{})));
+  const auto& reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 2u) << "a fenced write reached the server";
+  EXPECT_EQ(reqs[0].method, "POST");
+  EXPECT_EQ(reqs[1].method, "GET");
 }
 
 TEST_F(RestClientTest, ApplyWithoutFieldManagerIsRefusedLocally) {
