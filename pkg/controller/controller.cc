@@ -206,6 +206,15 @@ bool operatorConfigUpdateMattersToPolicies(const v1alpha1::OperatorConfig& oldCo
          !(oldConfig.spec == newConfig.spec);
 }
 
+bool podUpdateMattersToPolicies(const core::Pod& oldPod, const core::Pod& newPod) {
+  const auto& o = oldPod.metadata;
+  const auto& n = newPod.metadata;
+  return o.uid != n.uid || !(o.labels == n.labels) || !(o.annotations == n.annotations) ||
+         o.ownerReferences != n.ownerReferences ||
+         o.deletionTimestamp.has_value() != n.deletionTimestamp.has_value() ||
+         !(oldPod.spec == newPod.spec) || !(oldPod.status == newPod.status);
+}
+
 Result<Ok, std::string> MainController::wireCrossTriggers() {
   using controllerruntime::enqueueMapped;
   Cache* cache = cache_.get();
@@ -252,7 +261,8 @@ Result<Ok, std::string> MainController::wireCrossTriggers() {
   configs.onDelete = reserved;
   check(cache->operatorConfigs().addEventHandler(std::move(configs)));
   check(cache->pods().addEventHandler(enqueueMapped<core::Pod>(
-      policies, [cache](const core::Pod& pod) { return cache->policyKeysForPod(pod); })));
+      policies, [cache](const core::Pod& pod) { return cache->policyKeysForPod(pod); },
+      podUpdateMattersToPolicies)));
   auto byLabel = [](const meta::ObjectMeta& m) {
     auto it = m.labels.find(std::string(kPolicyLabel));
     return it == m.labels.end() ? std::vector<std::string>{}
@@ -345,7 +355,7 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
   for (const auto& c : conflicts) {
     spdlog::warn("egress-gateway-operator: ledger of {}: {}", allocator_.ownerName(c.owner),
                  c.message);
-    if (auto it = refs.find(c.owner); it != refs.end()) {
+    if (auto it = refs.find(c.owner); it != refs.end() && !c.inUse) {
       const bool lost = c.reason == ipam::Reason::kAlreadyAllocated;
       options_.recorder.event(it->second, core::kEventTypeWarning,
                               lost ? "AddressConflict" : "AllocatedOutsidePool", c.message);

@@ -58,6 +58,14 @@ bool poolUpdateMattersToPolicies(const v1alpha1::IPAMPool& oldPool,
 bool operatorConfigUpdateMattersToPolicies(const v1alpha1::OperatorConfig& oldConfig,
                                            const v1alpha1::OperatorConfig& newConfig);
 
+// Whether a pod's update can change what the policies that select or own it reconcile to: a
+// difference in what the pod cache keeps of it (stripPod: labels, the egress-IP annotation,
+// identity and controller, deletion, node, hostNetwork, phase, addresses, readiness and the
+// readiness gate). Everything else a kubelet writes (container statuses, probe times) is
+// stripped before the cache sees it and arrives as an update with equal views: passing those on
+// queued every selecting policy, and each reconcile scanned its namespace's pods.
+bool podUpdateMattersToPolicies(const core::Pod& oldPod, const core::Pod& newPod);
+
 class MainController : public controllerruntime::Runnable {
  public:
   struct Options {

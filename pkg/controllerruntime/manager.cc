@@ -99,6 +99,8 @@ struct Manager::State : std::enable_shared_from_this<Manager::State> {
   bool forced = false;
   // onStoppedLeading came without a stop request.
   bool leadershipLost = false;
+  // onStartedLeading ran: from then on another holder means a successor.
+  bool everLed = false;
   bool runnablesStopped = false;
   bool drainReported = false;
 };
@@ -232,13 +234,11 @@ net::awaitable<void> stoppedLeading(std::shared_ptr<State> s) {
     s->leadershipLost = true;
     auto budget = std::min<Clock::Duration>(s->options.gracefulShutdownTimeout,
                                             s->options.leaseDuration - s->options.renewDeadline);
-    const std::string& holder = s->elector->getLeader();
-    if (!holder.empty() && holder != s->elector->identity()) {
+    if (s->client->writesFenced()) {
       // Deliberate difference from controller-runtime, which lets its runnables wind down
-      // while the process exits: another holder has the lease, and may be writing already.
-      // Nothing more is written, and nothing is waited for.
-      spdlog::error("leader election lost to {}: writes fenced, exiting without waiting", holder);
-      s->client->fenceWrites("leadership lost to " + holder);
+      // while the process exits: another holder has the lease (onNewLeader fenced the writes),
+      // and may be writing already. Nothing is waited for.
+      spdlog::error("exiting without waiting for the reconciles in flight");
       budget = Clock::Duration::zero();
     }
     requestStop(*s, kExitError);
@@ -512,11 +512,19 @@ Result<std::unique_ptr<Manager>, std::string> Manager::create(const net::any_io_
     elector.callbacks.onStartedLeading = [raw] {
       spdlog::info("became the leader");
       raw->leading = true;
+      raw->everLed = true;
       raw->wake.notify();
     };
     elector.callbacks.onStoppedLeading = [raw] { return stoppedLeading(raw->shared_from_this()); };
-    elector.callbacks.onNewLeader = [](const std::string& holder) {
+    elector.callbacks.onNewLeader = [raw](const std::string& holder) {
       spdlog::info("the leader is {}", holder.empty() ? std::string("nobody") : holder);
+      // Seen while renewing or while draining after a stop request alike: a successor may be
+      // writing already, so nothing of ours is written from now on.
+      if (raw->everLed && !holder.empty() && holder != raw->elector->identity() &&
+          !raw->client->writesFenced()) {
+        spdlog::error("leader election lost to {}: writes fenced", holder);
+        raw->client->fenceWrites("leadership lost to " + holder);
+      }
     };
     auto created =
         leaderelection::LeaderElector::create(*s->clock, std::move(elector), &s->registry);

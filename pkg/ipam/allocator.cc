@@ -224,16 +224,19 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
 
   for (const InUse& u : inUse) {
     OwnerRecord& o = ownerRecord(u.owner, u.name);
+    std::set<Family> families;
     for (const auto& text : u.addresses) {
       auto a = parseAddress(text);
       if (!a) {
         continue;  // nothing to keep: not an address
       }
-      if (u.ledgerPoolOnly && (!o.committed || o.pool.empty() || !inPool(o.pool, *a))) {
+      if (u.ledgerPoolOnly && (!o.committed || o.pool.empty() || !usableIn(o.pool, *a) ||
+                               !families.insert(a->family).second)) {
         conflicts.push_back({u.owner, text, "", Reason::kNotInPool,
                              text + " is carried by " + u.source + " of " + display(u.owner) +
-                                 ", outside the pool of its ledger (an annotation alone proves "
-                                 "nothing): not held"});
+                                 ", but is not one address of its ledger's pool it could hold "
+                                 "(an annotation alone proves nothing): not held",
+                             true});
         continue;
       }
       auto held = holders_.find(*a);
@@ -241,11 +244,12 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
         const std::string pool = o.committed && !o.pool.empty() ? o.pool : poolContaining(*a);
         holders_.emplace(*a, Holding{u.owner, pool});
         o.held.insert(*a);
+        o.lingering.insert(*a);
       } else if (held->second.owner != u.owner) {
-        const std::string& holder = display(held->second.owner);
-        conflicts.push_back({u.owner, text, holder, Reason::kAlreadyAllocated,
+        conflicts.push_back({u.owner, text, "", Reason::kAlreadyAllocated,
                              text + " is carried by " + u.source + " of " + display(u.owner) +
-                                 ", but " + holder + "'s ledger holds it"});
+                                 ", but another policy's ledger holds it",
+                             true});
       }
     }
   }
@@ -351,6 +355,7 @@ void Allocator::free(const Address& a) {
   holders_.erase(it);
   if (auto o = owners_.find(h.owner); o != owners_.end()) {
     o->second.held.erase(a);
+    o->second.lingering.erase(a);
   }
   const std::string text = a.toString();
   for (auto& [name, rec] : pools_) {
@@ -439,7 +444,7 @@ Assignment Allocator::assign(const AssignRequest& req) {
   auto keep = [&](const Address& a) {
     auto h = holders_.find(a);
     if (h == holders_.end() || h->second.owner != req.owner || h->second.pool != req.pool ||
-        explicitSet.count(a) != 0 || !seen.insert(a).second) {
+        explicitSet.count(a) != 0 || o.lingering.count(a) != 0 || !seen.insert(a).second) {
       return;
     }
     kept[a.family].push_back(a);
@@ -464,7 +469,11 @@ Assignment Allocator::assign(const AssignRequest& req) {
         const std::string text = a.toString();
         auto h = holders_.find(a);
         if (h != holders_.end()) {
-          if (h->second.owner == req.owner) {
+          if (h->second.owner == req.owner && o.lingering.count(a) != 0 && !req.allowNew) {
+            // Held only because a pod showed it in use: entering the ledger is a new holding.
+            noteShortfall(out, req.denied, req.deniedMessage);
+          } else if (h->second.owner == req.owner) {
+            o.lingering.erase(a);
             entry.push_back(a);
           } else {
             noteShortfall(out, Shortfall::kAddressConflict,
@@ -692,10 +701,8 @@ std::set<Address> Allocator::heldBy(const std::string& owner) const {
 
 Allocator::OwnerRecord& Allocator::ownerRecord(const std::string& owner, const std::string& name) {
   OwnerRecord& o = owners_[owner];
-  if (!name.empty() && o.name != name) {
-    if (!o.name.empty()) {
-      unindexName(owner, o.name);
-    }
+  // Sticky: a uid's policy never changes its name, so a second name is a lie of some source.
+  if (!name.empty() && o.name.empty()) {
     o.name = name;
     byName_[name].insert(owner);
   }
@@ -727,6 +734,22 @@ bool Allocator::inPool(std::string_view pool, const Address& a) const {
     auto p = parseCIDR(t);
     return p && p->address.family == a.family && a.value >= p->first() && a.value <= p->last();
   });
+}
+
+bool Allocator::usableIn(std::string_view pool, const Address& a) const {
+  const PoolRecord* rec = findPool(pool);
+  if (rec == nullptr || !inPool(pool, a) || unusableReason(a)) {
+    return false;
+  }
+  return std::none_of(
+      rec->spec.exclude.begin(), rec->spec.exclude.end(), [&](const std::string& t) {
+        auto p = parseCIDR(t);
+        if (!p) {
+          auto single = parseAddress(t);
+          return single && *single == a;
+        }
+        return p->address.family == a.family && a.value >= p->first() && a.value <= p->last();
+      });
 }
 
 std::string Allocator::poolContaining(const Address& a) const {

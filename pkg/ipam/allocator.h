@@ -112,9 +112,9 @@ struct InUse {
   // What shows it, completing "carried by ...": "gateway pod ns/egw-web-1".
   std::string source;
   std::vector<std::string> addresses;
-  // Only addresses in the pool of the owner's ledger count, and only if it has one: the source
-  // is one a tenant can edit (a gateway pod's annotation), and must not let it hold addresses
-  // of pools it has no claim on.
+  // The source is one a tenant can edit (a gateway pod's annotation): only if the owner has a
+  // ledger, only usable addresses of that ledger's pool (in its CIDRs, not excluded, reserved or
+  // special-use), and at most one per family (a pod carries one ledger entry) count.
   bool ledgerPoolOnly = false;
 };
 
@@ -178,6 +178,9 @@ struct RebuildConflict {
   // special-use address, in a pool or not, the message naming why).
   Reason reason = Reason::kAlreadyAllocated;
   std::string message;
+  // From an InUse, not a ledger: for the log only (an Event on the policy would tell a tenant who
+  // holds the addresses its annotation named).
+  bool inUse = false;
 };
 
 // A pool's state for its status and metrics.
@@ -276,6 +279,9 @@ class Allocator {
     bool committed = false;
     std::vector<Entry> entries;  // committed ledger
     std::set<Address> held;
+    // Held beyond the ledger only because rebuild() found them in use: never taken back into
+    // an entry by assign() (a tenant-editable source must not grow a ledger), freed by commit().
+    std::set<Address> lingering;
     std::string waitingPool;  // set while short of free addresses there
   };
 
@@ -303,6 +309,9 @@ class Allocator {
   void unindexName(const std::string& owner, const std::string& name);
   // Whether pool `pool`'s CIDRs contain `a`.
   bool inPool(std::string_view pool, const Address& a) const;
+  // Whether pool `pool` could hand out `a`: in its CIDRs, not excluded by its spec, not reserved
+  // or special-use.
+  bool usableIn(std::string_view pool, const Address& a) const;
   // The name of the first pool (by name) whose CIDRs contain `a`; "" if none does.
   std::string poolContaining(const Address& a) const;
 

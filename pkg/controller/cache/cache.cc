@@ -342,7 +342,7 @@ std::string Cache::gatewayPolicyUid(const core::Pod& pod) const {
   }
   auto d = deployments_->indexer().get(ns + "/" + rsRef->name);
   const auto* dRef = d ? meta::controllerOf(d->metadata) : nullptr;
-  if (dRef == nullptr || dRef->kind != kPolicyKind) {
+  if (dRef == nullptr || dRef->kind != kPolicyKind || d->metadata.name != gatewayName(dRef->name)) {
     return "";
   }
   return provenGateway(pod, rs.get(), d.get(), dRef->uid) ? dRef->uid : "";
@@ -353,16 +353,22 @@ std::vector<ipam::InUse> Cache::addressesInUse() const {
   for (const auto& [podKey, pod] : pods_->indexer().items()) {
     auto label = policyOf(*pod);
     auto annotation = pod->metadata.annotations.find(std::string(kEgressIPsAnnotation));
-    if (label.empty() || annotation == pod->metadata.annotations.end()) {
+    // Only a terminating pod: a release is deferred only for those (a live pod's annotation is
+    // rewritten to its ledger entry anyway).
+    if (label.empty() || annotation == pod->metadata.annotations.end() ||
+        !pod->metadata.deletionTimestamp) {
       continue;
     }
-    // Only a pod the operator's own objects control: a label and an annotation are anyone's to
-    // write in the namespace, and would let a tenant hold any free address of any pool.
-    std::string owner = gatewayPolicyUid(*pod);
-    if (owner.empty()) {
+    // Only a pod the operator's own objects control, for the policy that exists under the
+    // label's name with the uid the chain ends in: labels, annotations and owner references
+    // are anyone's to write in the namespace.
+    const std::string& key = label.front();
+    const std::string uid = gatewayPolicyUid(*pod);
+    auto policy = uid.empty() ? nullptr : policies_->indexer().get(key);
+    if (!policy || policy->metadata.uid != uid) {
       continue;
     }
-    ipam::InUse u{std::move(owner), label.front(), "gateway pod " + podKey, {}, true};
+    ipam::InUse u{uid, key, "gateway pod " + podKey, {}, true};
     const std::string& text = annotation->second;
     for (size_t start = 0; start <= text.size();) {
       const size_t comma = std::min(text.find(',', start), text.size());

@@ -124,9 +124,11 @@ class Cache {
   // (by owner UIDs, as provenGateway checks); "" if the chain is broken or not cached.
   std::string gatewayPolicyUid(const core::Pod& pod) const;
   // What shows an address in use besides the ledgers, for the start hook's rebuild: every
-  // address a proven gateway pod carries (its egress-IP annotation; owner: the policy uid its
-  // chain of controllers ends in) and every address a published slice names (owner: the
-  // slice's policy uid). Both are written only by the operator.
+  // address a terminating gateway pod carries (its egress-IP annotation) whose chain of
+  // controllers ends in the policy that exists under its label's name (owner: that policy's
+  // uid; the allocator takes only one address per family of its ledger's pool from it: a tenant
+  // can edit the annotation), and every address a published slice names (owner: the slice's
+  // policy uid; only the operator writes slices).
   std::vector<ipam::InUse> addressesInUse() const;
 
   // Undecodable policies (the cache holds them as entries without an object).

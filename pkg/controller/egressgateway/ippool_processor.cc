@@ -462,11 +462,23 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
     return false;  // it exists, we just cannot read it: it keeps everything (fail closed)
   }
   const std::string current = info.policy ? ownerOf(info) : std::string();
-  // Once gone, every pod labelled as its gateway is the former owner's; while a successor
-  // exists, those it cannot prove its own (owner UIDs) are.
-  const bool podsLeft = info.policy ? !info.unprovenGatewayPods.empty() : !info.egressPods.empty();
-  if (podsLeft) {
-    return false;  // their deletion brings us back
+  // What any pod labelled as the name's gateway carries, proven or not, terminating or not (an
+  // old gateway adopted by the successor, or one whose owners the garbage collector removed,
+  // may still send from it); and the slices still published under a former uid.
+  std::set<ipam::Address> carried;
+  auto carry = [&](const std::string& annotation) {
+    if (auto entry = parseEntryText(annotation)) {
+      carried.insert(entry->begin(), entry->end());
+    }
+  };
+  for (const auto& [name, p] : info.egressPods) {
+    carry(p.egressIPs);
+  }
+  for (const auto& pod : info.unprovenGatewayPods) {
+    if (auto it = pod->metadata.annotations.find(std::string(kEgressIPsAnnotation));
+        it != pod->metadata.annotations.end()) {
+      carry(it->second);
+    }
   }
   const auto claims = ctx_.agents.claims(ctx_.clock.now());
   bool freed = false;
@@ -474,10 +486,16 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
     if (owner == current) {
       continue;
     }
+    if (std::any_of(info.deployment.slices.begin(), info.deployment.slices.end(),
+                    [&](const SlicePtr& s) { return s->spec.policy.uid == owner; })) {
+      continue;  // its view is still published: the slices' rewrite or deletion brings us back
+    }
     const auto held = ctx_.allocator.heldBy(owner);
-    if (std::any_of(held.begin(), held.end(), [&](const auto& a) { return claims.contains(a); })) {
-      // A live agent still answers for it (its view is not gone yet): its report changing
-      // brings us back (the agentlease controller queues the address's holder).
+    if (std::any_of(held.begin(), held.end(),
+                    [&](const auto& a) { return carried.contains(a) || claims.contains(a); })) {
+      // A pod still carries it, or a live agent still answers for it: the pod's deletion or
+      // change, or the agent's report changing (the agentlease controller queues the address's
+      // holder), brings us back.
       continue;
     }
     const auto pool = ctx_.allocator.committedPool(owner);

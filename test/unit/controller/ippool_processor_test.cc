@@ -266,16 +266,22 @@ TEST_F(IPPoolProcessorTest, ARecreatedPolicyStartsAfreshAndItsPredecessorWaitsFo
 
   auto fresh = withUid("uid-new");
   addPod(fresh, "gw-new", 20);
-  fresh.unprovenGatewayPods.push_back(old.egressPods.at("gw-old").pod);
+  auto oldPod = std::make_shared<core::Pod>(*old.egressPods.at("gw-old").pod);
+  oldPod->metadata.annotations[std::string(kEgressIPsAnnotation)] = first.toString();
+  fresh.unprovenGatewayPods.push_back(oldPod);
   ASSERT_TRUE(process(fresh).isDone());
   ASSERT_EQ(fresh.assignment->entries.size(), 1u);
   EXPECT_NE(fresh.assignment->entries[0].front(), first) << "inherited the predecessor's address";
   EXPECT_EQ(ctx_->allocator.holderOf(fresh.assignment->entries[0].front()), "uid-new");
 
   IPPoolProcessor processor(*ctx_);
-  EXPECT_FALSE(processor.releaseFormerOwners(fresh)) << "its old gateway is still there";
+  EXPECT_FALSE(processor.releaseFormerOwners(fresh)) << "its old gateway still carries it";
   EXPECT_EQ(ctx_->allocator.holderOf(first), "uid-old");
-  fresh.unprovenGatewayPods.clear();
+  // A pod of the name that carries none of its addresses (a forgery, or a gateway of the new
+  // policy) does not hold the old addresses back.
+  auto forged = std::make_shared<core::Pod>(*oldPod);
+  forged->metadata.annotations[std::string(kEgressIPsAnnotation)] = "203.0.113.3";
+  fresh.unprovenGatewayPods = {forged};
   EXPECT_TRUE(processor.releaseFormerOwners(fresh));
   EXPECT_EQ(ctx_->allocator.holderOf(first), "");
   EXPECT_THAT(ctx_->allocator.ownersNamed("ns/p"), ::testing::ElementsAre("uid-new"));

@@ -124,5 +124,56 @@ TEST(OperatorConfigUpdateMattersToPolicies, SpecIdentityAndDeletionDo) {
   }
 }
 
+// A pod update queues its policies only when what the pod cache keeps of it changed: a kubelet's
+// status write that only touches what stripPod drops (here: a container's restart, a probe's
+// time) arrives as an update with equal views and queues nothing.
+TEST(PodUpdateMattersToPolicies, OnlyWhatTheCacheKeepsOfThePodCounts) {
+  core::Pod before;
+  before.metadata.name = "web-1";
+  before.metadata.namespace_ = "shop";
+  before.metadata.uid = "u1";
+  before.metadata.resourceVersion = "10";
+  before.metadata.labels = {{"app", "web"}};
+  before.spec.nodeName = "node-1";
+  before.status.phase = "Running";
+  before.status.podIPs = {"10.244.1.5"};
+  before.status.conditions = {{"Ready", "True"}};
+  auto after = before;
+  after.metadata.resourceVersion = "11";
+  after.metadata.generation = 2;  // stripped to 0 in the cache; any difference here is noise
+  EXPECT_FALSE(podUpdateMattersToPolicies(before, after));
+
+  std::vector<std::pair<const char*, std::function<void(core::Pod&)>>> changes = {
+      {"labels",
+       [](core::Pod& p) {
+         p.metadata.labels = {{"app", "db"}};
+       }},
+      {"annotation",
+       [](core::Pod& p) {
+         p.metadata.annotations = {{"egressgateway.dev/egress-ips", "192.0.2.1"}};
+       }},
+      {"deletion",
+       [](core::Pod& p) { p.metadata.deletionTimestamp = meta::Time(std::chrono::seconds(1)); }},
+      {"uid", [](core::Pod& p) { p.metadata.uid = "u2"; }},
+      {"controller",
+       [](core::Pod& p) {
+         p.metadata.ownerReferences.push_back({"apps/v1", "ReplicaSet", "rs", "u-rs", true, true});
+       }},
+      {"node", [](core::Pod& p) { p.spec.nodeName = "node-2"; }},
+      {"hostNetwork", [](core::Pod& p) { p.spec.hostNetwork = true; }},
+      {"phase", [](core::Pod& p) { p.status.phase = "Succeeded"; }},
+      {"address", [](core::Pod& p) { p.status.podIPs = {"10.244.1.6"}; }},
+      {"readiness",
+       [](core::Pod& p) {
+         p.status.conditions = {{"Ready", "False"}};
+       }},
+  };
+  for (const auto& [what, change] : changes) {
+    auto changed = after;
+    change(changed);
+    EXPECT_TRUE(podUpdateMattersToPolicies(before, changed)) << what;
+  }
+}
+
 }  // namespace
 }  // namespace egress::controller

@@ -413,7 +413,7 @@ TEST_F(ManagerTest, LeadershipTakenByAnotherHolderFencesWritesAndExitsAtOnce) {
   taken.holderIdentity = "successor";
   store_.setRecord(taken);
   advance(seconds(3));  // the next renewal (retry period 2 s) sees it
-  EXPECT_THAT(log.text(), HasSubstr("leader election lost to successor"));
+  EXPECT_THAT(log.text(), HasSubstr("leader election lost to successor: writes fenced"));
   ASSERT_TRUE(exit_) << "waited for a reconcile in flight while the successor may write";
   EXPECT_EQ(*exit_, kExitError);
   EXPECT_EQ(world_.holder(), "successor") << "the deposed leader wrote the lease";
@@ -424,6 +424,25 @@ TEST_F(ManagerTest, LeadershipTakenByAnotherHolderFencesWritesAndExitsAtOnce) {
   EXPECT_TRUE(write.error().isFenced()) << write.error().message();
   a_->finishWork();
   poll();
+}
+
+// The same while draining after SIGTERM (a rolling update, when a successor is waiting): the
+// drain keeps renewing; once it sees another holder, the writes are fenced at once.
+TEST_F(ManagerTest, ASuccessorSeenWhileDrainingFencesWrites) {
+  runTwoAsLeader();
+  a_->busy = true;
+  manager_->requestShutdown();
+  poll();
+  ASSERT_FALSE(manager_->client().writesFenced());
+  auto taken = *store_.record();
+  taken.holderIdentity = "successor";
+  store_.setRecord(taken);
+  advance(seconds(3));  // the drain's next renewal sees it
+  EXPECT_TRUE(manager_->client().writesFenced());
+  EXPECT_EQ(world_.holder(), "successor");
+  a_->finishWork();
+  poll();
+  ASSERT_TRUE(exit_);
 }
 
 // SIGTERM: stop() every runnable, await the work in flight while the lease is still renewed,

@@ -226,19 +226,26 @@ TEST(Allocator, OwnersAreUidsAndMessagesNameThem) {
 // annotation) counts only inside its owner's ledger pool.
 TEST(Allocator, RebuildHoldsWhatIsInUseBeyondTheLedgers) {
   Allocator a;
-  const std::vector<PoolSpec> pools = {pool("p", 1, {"203.0.113.0/29"}),
+  const std::vector<PoolSpec> pools = {pool("p", 1, {"203.0.113.0/29"}, {"203.0.113.6"}),
                                        pool("q", 2, {"198.51.100.0/29"})};
   const auto conflicts = a.rebuild(
       pools, {PolicyLedger{"uid-a", 1, "p", {{"203.0.113.1"}}, "ns/a"}},
-      {InUse{"uid-a", "ns/a", "gateway pod ns/egw-a-2", {"203.0.113.2"}, true},
+      {InUse{"uid-a", "ns/a", "gateway pod ns/egw-a-2", {"203.0.113.2", "203.0.113.5"}, true},
        InUse{"uid-a", "ns/a", "gateway pod ns/egw-a-3", {"198.51.100.1"}, true},
+       InUse{"uid-a", "ns/a", "gateway pod ns/egw-a-4", {"203.0.113.6"}, true},
        InUse{"uid-gone", "ns/gone", "EgressPolicySlice ns.gone.0", {"198.51.100.2"}, false},
        InUse{"uid-x", "ns/x", "gateway pod ns/egw-x-1", {"203.0.113.3"}, true}});
-  ASSERT_EQ(conflicts.size(), 2u);
-  EXPECT_EQ(conflicts[0].message,
-            "198.51.100.1 is carried by gateway pod ns/egw-a-3 of ns/a, outside the pool of its "
-            "ledger (an annotation alone proves nothing): not held");
-  EXPECT_EQ(conflicts[1].address, "203.0.113.3") << "no ledger: a pod's annotation proves nothing";
+  std::vector<std::string> refused;
+  for (const auto& c : conflicts) {
+    EXPECT_TRUE(c.inUse) << c.message;
+    refused.push_back(c.address);
+  }
+  // One address per family per pod; none outside the ledger's pool, excluded, or without a
+  // ledger: an annotation alone proves nothing.
+  EXPECT_THAT(refused, ElementsAre("203.0.113.5", "198.51.100.1", "203.0.113.6", "203.0.113.3"));
+  EXPECT_EQ(conflicts[1].message,
+            "198.51.100.1 is carried by gateway pod ns/egw-a-3 of ns/a, but is not one address "
+            "of its ledger's pool it could hold (an annotation alone proves nothing): not held");
   EXPECT_EQ(a.holderOf(*parseAddress("203.0.113.2")), "uid-a");
   EXPECT_EQ(a.holderOf(*parseAddress("198.51.100.2")), "uid-gone");
   EXPECT_EQ(a.holderOf(*parseAddress("203.0.113.3")), "");
@@ -248,8 +255,13 @@ TEST(Allocator, RebuildHoldsWhatIsInUseBeyondTheLedgers) {
   // Another policy of pool p gets neither .1 nor .2.
   auto other = assignAndCommit(a, request("uid-b", "p", 1));
   EXPECT_THAT(texts(other.entries), ElementsAre("203.0.113.3"));
-  // While the pod still carries .2 its owner's commit keeps it; once it does not, frees it.
-  const std::vector<Entry> ledger = {{*parseAddress("203.0.113.1")}};
+  // What is held only because a pod showed it never grows the ledger: a second entry for ns/a is
+  // a new address, and .2 stays beyond the ledger until no pod carries it.
+  AssignRequest two = request("uid-a", "p", 2);
+  two.name = "ns/a";
+  auto grown = a.assign(two);
+  EXPECT_THAT(texts(grown.entries), ElementsAre("203.0.113.1", "203.0.113.4"));
+  const std::vector<Entry> ledger = grown.entries;
   EXPECT_THAT(a.commit("uid-a", "p", ledger, {*parseAddress("203.0.113.2")}), IsEmpty());
   EXPECT_THAT(texts(a.commit("uid-a", "p", ledger, {})), ElementsAre("203.0.113.2"));
   EXPECT_THAT(texts(a.releaseAll("uid-gone")), ElementsAre("198.51.100.2"));
