@@ -17,7 +17,6 @@
 #include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/names.h"
 #include "pkg/kube/rest_client.h"
-#include "test/testutil/fake_time.h"
 #include "test/testutil/run_sync.h"
 #include "test/unit/cache/fake_lister_watcher.h"
 #include "test/unit/controller/policy_info_builder.h"
@@ -44,6 +43,13 @@ constexpr char kPoolJson[] =
     R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"IPAMPool",)"
     R"("metadata":{"name":"pool","resourceVersion":"3","creationTimestamp":"2026-11-01T00:00:00Z"},)"
     R"("spec":{"cidrs":["203.0.113.0/30"]}})";
+
+// The recorder's shutdown(), as an awaitable with a value for runSync.
+net::awaitable<bool> flushEvents(controllerruntime::EventRecorder& recorder,
+                                 Clock::TimePoint deadline) {
+  co_await recorder.shutdown(deadline);
+  co_return true;
+}
 
 class IPPoolProcessorTest : public ::testing::Test {
  protected:
@@ -306,7 +312,9 @@ TEST_F(IPPoolProcessorTest, AShortfallIsReportedOnceBeforeTheWatchCatchesUp) {
   again.current = first.current;
   ASSERT_TRUE(process(again).isDone());
   EXPECT_EQ(statusWrites_, 1);
-  testutil::pollReady(ioc_);
+  // Every queued Event written (the writers run concurrently: polling alone may stop before the
+  // last one's request is answered).
+  testutil::runSync(ioc_, flushEvents(*recorder_, clock_.now() + std::chrono::seconds(30)));
   // Allocated and PoolExhausted, each created once; a repeat would be a PATCH of its count.
   ASSERT_EQ(events_.size(), 2u) << ::testing::PrintToString(events_);
   EXPECT_THAT(events_[1], ::testing::HasSubstr("PoolExhausted"));
