@@ -462,6 +462,11 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
     return false;  // it exists, we just cannot read it: it keeps everything (fail closed)
   }
   const std::string current = info.policy ? ownerOf(info) : std::string();
+  auto former = ctx_.allocator.ownersNamed(info.key);
+  std::erase(former, current);
+  if (former.empty()) {
+    return false;  // the usual case, every reconcile: nothing to look at
+  }
   // What any pod labelled as the name's gateway carries, proven or not, terminating or not (an
   // old gateway adopted by the successor, or one whose owners the garbage collector removed,
   // may still send from it); and the slices still published under a former uid.
@@ -482,10 +487,7 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
   }
   const auto claims = ctx_.agents.claims(ctx_.clock.now());
   bool freed = false;
-  for (const auto& owner : ctx_.allocator.ownersNamed(info.key)) {
-    if (owner == current) {
-      continue;
-    }
+  for (const auto& owner : former) {
     if (std::any_of(info.deployment.slices.begin(), info.deployment.slices.end(),
                     [&](const SlicePtr& s) { return s->spec.policy.uid == owner; })) {
       continue;  // its view is still published: the slices' rewrite or deletion brings us back
