@@ -67,12 +67,12 @@ echo
 echo "== kubectl get ipp,egp -A: the pools' usage, every policy's egress IPs and readiness"
 "$kubectl" get ipp,egp -A
 echo
-echo "== The gateways: Deployments Available, one pod per egress IP, each told its address in an annotation"
+echo "== The gateways: Deployments Available, one pod per egress IP, each named in its policy's status"
 "$kubectl" wait --for=condition=Available --timeout=60s -A deployments \
   -l app.kubernetes.io/managed-by=egress-gateway-operator >/dev/null
 "$kubectl" get deployments,pdb -A -l app.kubernetes.io/managed-by=egress-gateway-operator
-"$kubectl" get pods -A -l app.kubernetes.io/managed-by=egress-gateway-operator \
-  -o custom-columns='NAMESPACE:.metadata.namespace,POD:.metadata.name,NODE:.spec.nodeName,EGRESS-IPS:.metadata.annotations.egressgateway\.dev/egress-ips'
+"$kubectl" get egp -A \
+  -o go-template='{{range .items}}{{$p := .metadata.name}}{{range .status.gateways}}   {{$p}}: egress IP {{.egressIPs}} held by pod {{.pod}} on node {{.node}}{{"\n"}}{{end}}{{end}}'
 echo
 echo "== Source pods of policy reporting-fixed-ips, and what its EgressPolicySlice tells the data plane"
 echo "   (cluster-scoped, written by the operator only: the agents read nothing a tenant can write)"

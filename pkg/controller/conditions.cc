@@ -4,13 +4,13 @@
 
 namespace egress::controller {
 
-meta::Condition makeCondition(std::string_view type, bool ok, std::string reason,
+meta::Condition makeCondition(std::string_view type, bool ok, std::string_view reason,
                               std::string message, int64_t generation) {
   meta::Condition c;
   c.type = std::string(type);
   c.status = std::string(ok ? meta::kConditionTrue : meta::kConditionFalse);
   c.observedGeneration = generation;
-  c.reason = std::move(reason);
+  c.reason = std::string(reason);
   c.message = std::move(message);
   return c;
 }

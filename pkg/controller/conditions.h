@@ -12,7 +12,7 @@
 namespace egress::controller {
 
 // A condition of `type` whose status is True when `ok`, observed at `generation`.
-meta::Condition makeCondition(std::string_view type, bool ok, std::string reason,
+meta::Condition makeCondition(std::string_view type, bool ok, std::string_view reason,
                               std::string message, int64_t generation);
 
 // The condition of `type` is present and True.

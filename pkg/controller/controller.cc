@@ -8,6 +8,7 @@
 #include "pkg/apis/meta/time.h"
 #include "pkg/base/notifier.h"
 #include "pkg/controller/names.h"
+#include "pkg/controller/pool_sync.h"
 #include "pkg/controller/reserved.h"
 #include "pkg/controllerruntime/event_handlers.h"
 
@@ -160,7 +161,7 @@ Result<Ok, std::string> MainController::setUp(cache::SharedInformerFactory& fact
       return r;
     }
   }
-  return wireCrossTriggers();
+  return watchReservations();
 }
 
 void MainController::updateReserved() {
@@ -180,122 +181,22 @@ std::vector<controllerruntime::Runnable*> MainController::subcontrollers() const
   return out;
 }
 
-bool poolUpdateMattersToPolicies(const v1alpha1::IPAMPool& oldPool,
-                                 const v1alpha1::IPAMPool& newPool) {
-  const auto& o = oldPool.metadata;
-  const auto& n = newPool.metadata;
-  if (o.uid != n.uid || o.generation != n.generation || o.labels != n.labels ||
-      o.deletionTimestamp.has_value() != n.deletionTimestamp.has_value() ||
-      !(oldPool.spec == newPool.spec)) {
-    return true;
-  }
-  const auto& oc = oldPool.status.conditions;
-  const auto& nc = newPool.status.conditions;
-  return !std::equal(oc.begin(), oc.end(), nc.begin(), nc.end(),
-                     [](const meta::Condition& a, const meta::Condition& b) {
-                       return a.type == b.type && a.status == b.status && a.reason == b.reason;
-                     });
-}
-
-bool operatorConfigUpdateMattersToPolicies(const v1alpha1::OperatorConfig& oldConfig,
-                                           const v1alpha1::OperatorConfig& newConfig) {
-  const auto& o = oldConfig.metadata;
-  const auto& n = newConfig.metadata;
-  return o.uid != n.uid || o.generation != n.generation ||
-         o.deletionTimestamp.has_value() != n.deletionTimestamp.has_value() ||
-         !(oldConfig.spec == newConfig.spec);
-}
-
-bool podUpdateMattersToPolicies(const core::Pod& oldPod, const core::Pod& newPod) {
-  const auto& o = oldPod.metadata;
-  const auto& n = newPod.metadata;
-  return o.uid != n.uid || !(o.labels == n.labels) || !(o.annotations == n.annotations) ||
-         o.ownerReferences != n.ownerReferences ||
-         o.deletionTimestamp.has_value() != n.deletionTimestamp.has_value() ||
-         !(oldPod.spec == newPod.spec) || !(oldPod.status == newPod.status);
-}
-
-Result<Ok, std::string> MainController::wireCrossTriggers() {
-  using controllerruntime::enqueueMapped;
-  Cache* cache = cache_.get();
-  const auto policies = ctx_->policies;
-  const auto pools = ctx_->pools;
-  std::vector<Result<Ok, std::string>> regs;
-  auto check = [&](auto reg) {
-    if (!reg) {
-      regs.emplace_back(reg.error().message());
-    }
-  };
-  check(cache->pools().addEventHandler(enqueueMapped<v1alpha1::IPAMPool>(
-      policies,
-      [cache](const v1alpha1::IPAMPool& p) { return cache->policyKeysUsingPool(p.metadata.name); },
-      poolUpdateMattersToPolicies)));
-  // Overlaps are pairwise: any pool's change may change another's Overlapping condition.
-  check(cache->pools().addEventHandler(enqueueMapped<v1alpha1::IPAMPool>(
-      pools,
-      [cache](const v1alpha1::IPAMPool&) {
-        std::vector<std::string> names;
-        for (const auto& p : cache->allPools()) {
-          names.push_back(p->metadata.name);
-        }
-        return names;
-      },
-      poolUpdateMattersToPolicies)));
-  check(cache->operatorConfigs().addEventHandler(enqueueMapped<v1alpha1::OperatorConfig>(
-      policies, [cache](const v1alpha1::OperatorConfig&) { return cache->allPolicyKeys(); },
-      operatorConfigUpdateMattersToPolicies)));
-  check(cache->namespaces().addEventHandler(
-      enqueueMapped<core::Namespace>(policies, [cache](const core::Namespace& ns) {
-        return cache->policyKeysInNamespace(ns.metadata.name);
-      })));
+Result<Ok, std::string> MainController::watchReservations() {
   // What no pool may hand out follows the Nodes and the OperatorConfig's clusterCIDRs.
   auto reserved = [this](const auto&...) { updateReserved(); };
   cache::EventHandler<core::Node> nodes;
   nodes.onAdd = reserved;
   nodes.onUpdate = reserved;
   nodes.onDelete = reserved;
-  check(cache->nodes().addEventHandler(std::move(nodes)));
+  if (auto reg = cache_->nodes().addEventHandler(std::move(nodes)); !reg) {
+    return reg.error().message();
+  }
   cache::EventHandler<v1alpha1::OperatorConfig> configs;
   configs.onAdd = reserved;
   configs.onUpdate = reserved;
   configs.onDelete = reserved;
-  check(cache->operatorConfigs().addEventHandler(std::move(configs)));
-  check(cache->pods().addEventHandler(enqueueMapped<core::Pod>(
-      policies, [cache](const core::Pod& pod) { return cache->policyKeysForPod(pod); },
-      podUpdateMattersToPolicies)));
-  auto byLabel = [](const meta::ObjectMeta& m) {
-    auto it = m.labels.find(std::string(kPolicyLabel));
-    return it == m.labels.end() ? std::vector<std::string>{}
-                                : std::vector<std::string>{m.namespace_ + "/" + it->second};
-  };
-  check(cache->deployments().addEventHandler(enqueueMapped<apps::Deployment>(
-      policies, [byLabel](const apps::Deployment& d) { return byLabel(d.metadata); })));
-  // A slice's policy: an orphan (its policy gone, say while no operator ran) is deleted by
-  // the reconcile of a policy that is not there.
-  check(cache->slices().addEventHandler(enqueueMapped<v1alpha1::EgressPolicySlice>(
-      policies, [](const v1alpha1::EgressPolicySlice& s) {
-        return std::vector<std::string>{s.spec.policy.namespace_ + "/" + s.spec.policy.name};
-      })));
-  // A gateway pod's ReplicaSet completes (or breaks) the chain of owners that proves the pod.
-  check(cache->replicaSets().addEventHandler(
-      enqueueMapped<apps::ReplicaSet>(policies, [cache](const apps::ReplicaSet& rs) {
-        std::vector<std::string> keys;
-        if (const auto* ref = meta::controllerOf(rs.metadata);
-            ref != nullptr && ref->kind == "Deployment") {
-          if (auto d =
-                  cache->deployments().indexer().get(rs.metadata.namespace_ + "/" + ref->name)) {
-            auto it = d->metadata.labels.find(std::string(kPolicyLabel));
-            if (it != d->metadata.labels.end()) {
-              keys.push_back(rs.metadata.namespace_ + "/" + it->second);
-            }
-          }
-        }
-        return keys;
-      })));
-  check(cache->podDisruptionBudgets().addEventHandler(enqueueMapped<policy::PodDisruptionBudget>(
-      policies, [byLabel](const policy::PodDisruptionBudget& p) { return byLabel(p.metadata); })));
-  if (!regs.empty()) {
-    return regs.front();
+  if (auto reg = cache_->operatorConfigs().addEventHandler(std::move(configs)); !reg) {
+    return reg.error().message();
   }
   return Ok{};
 }
@@ -333,9 +234,10 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
     syncPoolFromCache(*ctx_, p->metadata.name);
     pools.push_back(*allocator_.poolSpec(p->metadata.name));
   }
-  // What the gateway pods and the published view show in use besides the ledgers: a release
-  // the previous leader deferred (a terminating pod still carrying the address) is known only
-  // there, and must not be handed out before that pod is gone.
+  // What the published view shows in use besides the ledgers: a release the previous leader
+  // deferred (a slice still naming the address) is known only there, and must not be handed out
+  // while an agent may program it. (An agent still answering for an address no slice names keeps
+  // it from any new holder in the view: viewHolders.)
   const auto conflicts = allocator_.rebuild(pools, ledgers, cache_->addressesInUse());
   size_t held = 0;
   size_t beyond = 0;
@@ -350,7 +252,7 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
   }
   spdlog::info(
       "egress-gateway-operator: ledger restored: {} policies, {} pools, {} addresses, "
-      "{} more held while a gateway pod or the view still shows them, {} conflicts",
+      "{} more held while the view still shows them, {} conflicts",
       ledgers.size(), pools.size(), held, beyond, conflicts.size());
   for (const auto& c : conflicts) {
     spdlog::warn("egress-gateway-operator: ledger of {}: {}", allocator_.ownerName(c.owner),

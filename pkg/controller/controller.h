@@ -3,21 +3,18 @@
 // The main controller (the seed's pkg/controller/controller.go): one Runnable that the Manager
 // drives, hosting the subcontrollers (egressgateway, ipampool, operator, and agentlease when
 // agent Leases are watched) over one shared watch cache and one allocator.
-//   setUp   builds the cache's informers and the subcontrollers, keeps the allocator's reserved
-//           addresses (reserved.h: nodes, cluster CIDRs, the API server) in step with the Nodes
-//           and the OperatorConfig, and wires the cross-triggers:
-//           a pool change queues the policies that use it (and re-checks every pool: overlaps
-//           are pairwise); an OperatorConfig change queues every policy; a namespace change
-//           queues its policies (a pool's namespaceSelector may now admit or refuse them); a pod
-//           change queues the policies that select it or own it; a gateway object's change
-//           queues its policy.
+//   setUp   builds the cache's informers and the subcontrollers (each declares what it watches
+//           and which keys an event queues, in its own controller.h), and keeps the allocator's
+//           reserved addresses (reserved.h: nodes, cluster CIDRs, the API server) in step with
+//           the Nodes and the OperatorConfig. It only composes: the subcontrollers reach each
+//           other through the Context's queues.
 //   start   (caches synced, lease won, no worker running yet) rebuilds the allocator from a
 //           fresh LIST of every policy's ledger (status.pool + status.gateways), read from the
 //           raw JSON so a policy the typed decoder refuses keeps its addresses too (fail
 //           closed); conflicts go to the log and, as AddressConflict events, to the policies
 //           that lose them. A fresh LIST, not the cache: the cache of a replica that just won
 //           the lease may not have seen the last ledger the previous leader wrote.
-//   run     the three subcontrollers' workers, until stop.
+//   run     the subcontrollers' workers, until stop.
 #pragma once
 
 #include <memory>
@@ -41,30 +38,6 @@
 #include "pkg/kube/rest_client.h"
 
 namespace egress::controller {
-
-// Whether a pool's update can change what the policies using it (and the other pools, through
-// overlaps) reconcile to: its spec, labels, uid, deletion or conditions (type, status,
-// reason). Its usage counts alone cannot: the allocator, not the pool's status, holds the
-// usage, and a release wakes the policies waiting for the pool itself. Every allocation
-// rewrites a pool's counts; passing those on queued each of the pool's policies once per
-// allocation (43 reconciles per policy for 1,000 policies over 20 pools, measured).
-bool poolUpdateMattersToPolicies(const v1alpha1::IPAMPool& oldPool,
-                                 const v1alpha1::IPAMPool& newPool);
-
-// Whether an OperatorConfig's update can change what any policy reconciles to: its spec, uid or
-// deletion. Its status cannot (no policy reads it), and the status summary is rewritten after
-// policies' status writes: passing those on queued every policy again after each summary
-// (75 summaries and 88 reconciles per policy for 1,000 policies and 10,000 pods, measured).
-bool operatorConfigUpdateMattersToPolicies(const v1alpha1::OperatorConfig& oldConfig,
-                                           const v1alpha1::OperatorConfig& newConfig);
-
-// Whether a pod's update can change what the policies that select or own it reconcile to: a
-// difference in what the pod cache keeps of it (stripPod: labels, the egress-IP annotation,
-// identity and controller, deletion, node, hostNetwork, phase, addresses, readiness and the
-// readiness gate). Everything else a kubelet writes (container statuses, probe times) is
-// stripped before the cache sees it and arrives as an update with equal views: passing those on
-// queued every selecting policy, and each reconcile scanned its namespace's pods.
-bool podUpdateMattersToPolicies(const core::Pod& oldPod, const core::Pod& newPod);
 
 class MainController : public controllerruntime::Runnable {
  public:
@@ -102,7 +75,9 @@ class MainController : public controllerruntime::Runnable {
   const ipam::Allocator& allocator() const { return allocator_; }
 
  private:
-  Result<Ok, std::string> wireCrossTriggers();
+  // Keeps the allocator's reservations (what no pool may hand out) in line with the Nodes and
+  // the OperatorConfig's clusterCIDRs.
+  Result<Ok, std::string> watchReservations();
   // The cluster's own addresses (reserved.h) into the allocator; cheap when they did not change.
   void updateReserved();
   // The subcontrollers that exist, in start order.

@@ -38,10 +38,6 @@ inline constexpr std::string_view kNameValue = "egress-gateway";
 inline constexpr std::string_view kPolicyLabel = "egressgateway.dev/policy";
 inline constexpr std::string_view kPolicyNamespaceLabel = "egressgateway.dev/policy-namespace";
 
-// On a gateway pod: the ledger entry the operator gave it, its addresses comma-separated, IPv4
-// first ("203.0.113.5" or "203.0.113.5,2001:db8::5"), for the pod (a downward-API volume) and
-// kubectl. The data plane never reads it: it programs what the EgressPolicySlices say.
-inline constexpr std::string_view kEgressIPsAnnotation = "egressgateway.dev/egress-ips";
 // On the objects the operator applies: a digest of what it applied, so an unchanged object is
 // not applied again.
 inline constexpr std::string_view kAppliedHashAnnotation = "egressgateway.dev/applied-hash";
@@ -75,6 +71,36 @@ inline constexpr std::string_view kConditionExhausted = "Exhausted";
 inline constexpr std::string_view kConditionOverlapping = "Overlapping";
 inline constexpr std::string_view kConditionValid = "Valid";
 
+// Condition reasons. A policy's IPAllocated: kReasonAllocated, kReasonInvalidSpec, or the
+// allocator's shortfall (ipam::shortfallName). Its GatewayAvailable: kReasonAvailable,
+// kReasonProgressing, kReasonInvalidSpec, kReasonNoOperatorConfig, kReasonNoAddresses,
+// kReasonApplyFailed, kReasonPending, kReasonProgressDeadlineExceeded, kReasonReplicaFailure.
+// Its Ready: kReasonReady, kReasonGatewaysNotReady, or the first of the two above that is not
+// True. A pool's Ready: kReasonReady, kReasonDisabled, kReasonInvalidSpec, kReasonOverlapping,
+// kReasonAllocatedOutsidePool; its Exhausted: kReasonNoFreeAddresses,
+// kReasonFreeAddressesAvailable; its Overlapping: kReasonNoOverlap, kReasonOverlapsOlderPool.
+// The OperatorConfig's Ready: kReasonReady, kReasonNotDefault, kReasonInvalidSpec,
+// kReasonDefaultPoolNotFound.
+inline constexpr std::string_view kReasonAllocated = "Allocated";
+inline constexpr std::string_view kReasonAllocatedOutsidePool = "AllocatedOutsidePool";
+inline constexpr std::string_view kReasonAvailable = "Available";
+inline constexpr std::string_view kReasonDefaultPoolNotFound = "DefaultPoolNotFound";
+inline constexpr std::string_view kReasonDisabled = "Disabled";
+inline constexpr std::string_view kReasonFreeAddressesAvailable = "FreeAddressesAvailable";
+inline constexpr std::string_view kReasonGatewaysNotReady = "GatewaysNotReady";
+inline constexpr std::string_view kReasonInvalidSpec = "InvalidSpec";
+inline constexpr std::string_view kReasonNoAddresses = "NoAddresses";
+inline constexpr std::string_view kReasonNoFreeAddresses = "NoFreeAddresses";
+inline constexpr std::string_view kReasonNoOperatorConfig = "NoOperatorConfig";
+inline constexpr std::string_view kReasonNoOverlap = "NoOverlap";
+inline constexpr std::string_view kReasonNotDefault = "NotDefault";
+inline constexpr std::string_view kReasonOverlapping = "Overlapping";
+inline constexpr std::string_view kReasonOverlapsOlderPool = "OverlapsOlderPool";
+inline constexpr std::string_view kReasonPending = "Pending";
+inline constexpr std::string_view kReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded";
+inline constexpr std::string_view kReasonProgressing = "Progressing";
+inline constexpr std::string_view kReasonReady = "Ready";
+inline constexpr std::string_view kReasonReplicaFailure = "ReplicaFailure";
 // GatewayAvailable's reason, and the Warning Event's, while a gateway object cannot be written
 // (the DeploymentProcessor reports it, the status says it).
 inline constexpr std::string_view kReasonApplyFailed = "ApplyFailed";

@@ -35,7 +35,6 @@ struct ControllerState {
   std::unique_ptr<ControllerMetrics> metrics;
   // Made once the rate limiter can be asked for (rateLimiter() is virtual).
   std::unique_ptr<workqueue::RateLimitingQueue<std::string>> queue;
-  std::vector<std::shared_ptr<Processor>> processors;
   // Null once the Controller is destroyed; `stopping` is set then too.
   Controller* owner = nullptr;
   bool stopping = false;
@@ -85,10 +84,6 @@ size_t Controller::queueLength() const {
 
 int Controller::numRequeues(const std::string& key) const {
   return state_->queue ? state_->queue->numRequeues(key) : 0;
-}
-
-void Controller::addProcessor(std::shared_ptr<Processor> processor) {
-  state_->processors.push_back(std::move(processor));
 }
 
 Enqueuer Controller::enqueuer() {
@@ -144,11 +139,6 @@ Result<Ok, std::string> Controller::addEventHandlers() {
 
 net::awaitable<Result<Ok, std::string>> Controller::start() {
   co_return Ok{};
-}
-
-net::awaitable<ReconcileResult> Controller::reconcile(const std::string& key) {
-  // Not a coroutine itself: the processors run in a frame that co-owns them, not `this`.
-  return runProcessors(state_->processors, key);
 }
 
 net::awaitable<void> Controller::run() {

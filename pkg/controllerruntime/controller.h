@@ -2,15 +2,13 @@
 //
 // Controller: the seed's GenericController, run the way controller-runtime runs a controller.
 // A subclass names the informers it needs (watchResources), maps their events to keys
-// (addEventHandlers, usually with event_handlers.h), and reconciles a key with its ordered
-// processors (processor.h) or by overriding reconcile(). The Manager drives it as a Runnable:
-// setUp(factory) → start() → run() … stop().
+// (addEventHandlers, usually with event_handlers.h), and reconciles a key (reconcile(), which
+// may run a chain of processors over what it gathered: processor.h). The Manager drives it as a
+// Runnable: setUp(factory) → start() → run() … stop().
 //
 //   class ConfigMapController : public Controller {
 //    public:
-//     explicit ConfigMapController(Options o) : Controller(std::move(o)) {
-//       addProcessor(std::make_shared<MirrorLabelProcessor>(...));
-//     }
+//     using Controller::Controller;
 //    protected:
 //     Result<Ok, std::string> watchResources(cache::SharedInformerFactory& f) override {
 //       configMaps_ = &f.informerFor<core::ConfigMap>(kConfigMaps, core::decodeConfigMap);
@@ -21,6 +19,7 @@
 //       if (!reg) return reg.error().message();
 //       return Ok{};
 //     }
+//     net::awaitable<ReconcileResult> reconcile(const std::string& key) override;
 //   };
 //
 // What a reconcile's result does (controller-runtime's reconcileHandler):
@@ -33,10 +32,10 @@
 // `workers` reconciles of different keys run concurrently (interleaved on the one io_context
 // thread). The workqueue_* metrics carry the controller's name as their `name` label.
 //
-// Lifetime: the queue, the workers' bookkeeping, the metrics and the processors are co-owned by
-// the worker coroutines, so the Controller may be destroyed while the io_context runs, even in the
-// middle of a processor (it stops; the running processor finishes and nothing is requeued). A
-// reconcile() override is a member coroutine of the subclass: if it suspends, destroy the
+// Lifetime: the queue, the workers' bookkeeping and the metrics are co-owned by the worker
+// coroutines, so the Controller may be destroyed while the io_context runs, even in the middle of
+// a reconcile whose frame does not touch it (it stops; the running reconcile finishes and nothing
+// is requeued). A reconcile() that is a member coroutine of the subclass and suspends: destroy the
 // controller only after stop() and run() has returned (the Manager does), or keep what it
 // touches in shared state. The clock and the metrics registry must outlive the workers.
 #pragma once
@@ -52,7 +51,6 @@
 #include "pkg/base/clock.h"
 #include "pkg/base/result.h"
 #include "pkg/controllerruntime/enqueuer.h"
-#include "pkg/controllerruntime/processor.h"
 #include "pkg/controllerruntime/reconcile_result.h"
 #include "pkg/controllerruntime/runnable.h"
 #include "pkg/workqueue/rate_limiter.h"
@@ -95,9 +93,6 @@ class Controller : public Runnable {
 
   // The handle event handlers enqueue through (safe to keep after the controller is gone).
   Enqueuer enqueuer();
-  // Adds a processor to the end of the chain. Before run().
-  void addProcessor(std::shared_ptr<Processor> processor);
-
   int workers() const;
   // Keys queued and not yet taken (not those delayed or being reconciled).
   size_t queueLength() const;
@@ -109,8 +104,8 @@ class Controller : public Runnable {
   virtual Result<Ok, std::string> watchResources(cache::SharedInformerFactory& factory);
   // Adds the handlers mapping those informers' events to keys (enqueuer()).
   virtual Result<Ok, std::string> addEventHandlers();
-  // Reconciles one key. Default: the processors in order (runProcessors).
-  virtual net::awaitable<ReconcileResult> reconcile(const std::string& key);
+  // Reconciles one key (see Lifetime above).
+  virtual net::awaitable<ReconcileResult> reconcile(const std::string& key) = 0;
   // The workqueue's rate limiter; called once, by setUp() (or by run() / enqueuer() if they come
   // first). Default: controller-runtime's DefaultTypedControllerRateLimiter, the max of per-item
   // exponential backoff 5 ms → 1000 s and an overall 10 qps / burst 100 bucket (controller-runtime

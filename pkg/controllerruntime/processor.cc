@@ -22,16 +22,4 @@ bool foldProcessorResult(ReconcileResult& combined, ReconcileResult result,
   return false;
 }
 
-net::awaitable<ReconcileResult> runProcessors(std::vector<std::shared_ptr<Processor>> processors,
-                                              std::string key) {
-  ReconcileResult combined = ReconcileResult::done();
-  for (const auto& processor : processors) {
-    ReconcileResult result = co_await processor->process(key);
-    if (foldProcessorResult(combined, std::move(result), processor->name())) {
-      break;
-    }
-  }
-  co_return combined;
-}
-
 }  // namespace egress::controllerruntime

@@ -1,8 +1,9 @@
 // File: processor.h
 //
-// A Processor is one step of a controller's reconcile (the seed's IPPoolProcessor,
-// DeploymentProcessor, StatusProcessor): a controller runs its processors in order for each key.
-// How their results combine (runProcessors):
+// A Processor is one step of a reconcile (the seed's IPPoolProcessor, DeploymentProcessor,
+// StatusProcessor), over whatever the reconcile works on: `Arg`, the egressgateway controller's
+// per-policy info view, gathered once per reconcile and passed down the chain. How the steps'
+// results combine (runProcessors):
 //   - error or requeue stops the chain: it is the reconcile's result, later processors do not run
 //     (a later step must not act on what an earlier one failed to establish);
 //   - requeueAfter(d) does not stop it: the remaining processors still run (a step waiting for
@@ -11,9 +12,6 @@
 //   - all done: done.
 // An exception escaping a processor is not caught here: it ends the reconcile and the controller
 // treats it as a panic (counted, logged, retried).
-//
-// Processors are held by shared_ptr and co-owned by the reconcile that runs them, so a
-// controller may be destroyed while one of them is suspended.
 #pragma once
 
 #include <memory>
@@ -28,24 +26,36 @@ namespace egress::controllerruntime {
 
 namespace net = boost::asio;
 
+template <typename Arg>
 class Processor {
  public:
   virtual ~Processor() = default;
   // For logs and error messages ("<name>: <message>").
   virtual const std::string& name() const = 0;
-  // Brings what this processor owns for `key` ("namespace/name" or "name") to its desired state.
-  virtual net::awaitable<ReconcileResult> process(const std::string& key) = 0;
+  // Brings what this processor owns to its desired state. May add to `arg` what later
+  // processors need.
+  virtual net::awaitable<ReconcileResult> process(Arg& arg) = 0;
 };
 
 // Folds one processor's result into the chain's result so far (`combined`, starting as done()),
 // as described above; true when the chain stops here, `combined` then being its result. An
-// error message is prefixed with the processor's name. For chains over other arguments than a
-// key (the operator's processors take a per-reconcile view).
+// error message is prefixed with the processor's name.
 bool foldProcessorResult(ReconcileResult& combined, ReconcileResult result,
                          const std::string& processorName);
 
-// Runs `processors` in order for `key` and combines their results with foldProcessorResult.
-net::awaitable<ReconcileResult> runProcessors(std::vector<std::shared_ptr<Processor>> processors,
-                                              std::string key);
+// Runs `processors` in order over `arg` and combines their results with foldProcessorResult.
+// The caller keeps `arg` and the processors alive until the returned awaitable completes.
+template <typename Arg>
+net::awaitable<ReconcileResult> runProcessors(
+    const std::vector<std::shared_ptr<Processor<Arg>>>& processors, Arg& arg) {
+  ReconcileResult combined = ReconcileResult::done();
+  for (const auto& processor : processors) {
+    ReconcileResult result = co_await processor->process(arg);
+    if (foldProcessorResult(combined, std::move(result), processor->name())) {
+      break;
+    }
+  }
+  co_return combined;
+}
 
 }  // namespace egress::controllerruntime

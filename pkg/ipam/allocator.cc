@@ -224,20 +224,10 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
 
   for (const InUse& u : inUse) {
     OwnerRecord& o = ownerRecord(u.owner, u.name);
-    std::set<Family> families;
     for (const auto& text : u.addresses) {
       auto a = parseAddress(text);
       if (!a) {
         continue;  // nothing to keep: not an address
-      }
-      if (u.ledgerPoolOnly && (!o.committed || o.pool.empty() || !usableIn(o.pool, *a) ||
-                               !families.insert(a->family).second)) {
-        conflicts.push_back({u.owner, text, "", Reason::kNotInPool,
-                             text + " is carried by " + u.source + " of " + display(u.owner) +
-                                 ", but is not one address of its ledger's pool it could hold "
-                                 "(an annotation alone proves nothing): not held",
-                             true});
-        continue;
       }
       auto held = holders_.find(*a);
       if (held == holders_.end()) {
@@ -248,7 +238,7 @@ std::vector<RebuildConflict> Allocator::rebuild(const std::vector<PoolSpec>& poo
       } else if (held->second.owner != u.owner) {
         conflicts.push_back({u.owner, text, "", Reason::kAlreadyAllocated,
                              text + " is carried by " + u.source + " of " + display(u.owner) +
-                                 ", but another policy's ledger holds it",
+                                 ", but another policy holds it",
                              true});
       }
     }
@@ -563,6 +553,7 @@ Assignment Allocator::assign(const AssignRequest& req) {
     }
   }
   o.waitingPool = exhausted.empty() ? "" : req.pool;
+  o.waitingFamilies = std::move(exhausted);
   return out;
 }
 
@@ -664,10 +655,16 @@ std::string Allocator::holderOf(const Address& address) const {
   return it == holders_.end() ? "" : it->second.owner;
 }
 
-std::vector<std::string> Allocator::waitingFor(std::string_view pool) const {
+std::vector<std::string> Allocator::waitingFor(std::string_view pool,
+                                               const std::vector<Address>& freed) const {
   std::vector<std::string> out;
-  for (const auto& [owner, o] : owners_) {
-    if (!o.waitingPool.empty() && o.waitingPool == pool) {
+  for (const auto& [owner, record] : owners_) {
+    const auto& families = record.waitingFamilies;
+    if (record.waitingPool.empty() || record.waitingPool != pool) {
+      continue;
+    }
+    if (std::any_of(freed.begin(), freed.end(),
+                    [&families](const Address& a) { return families.contains(a.family); })) {
       out.push_back(owner);
     }
   }
@@ -734,22 +731,6 @@ bool Allocator::inPool(std::string_view pool, const Address& a) const {
     auto p = parseCIDR(t);
     return p && p->address.family == a.family && a.value >= p->first() && a.value <= p->last();
   });
-}
-
-bool Allocator::usableIn(std::string_view pool, const Address& a) const {
-  const PoolRecord* rec = findPool(pool);
-  if (rec == nullptr || !inPool(pool, a) || unusableReason(a)) {
-    return false;
-  }
-  return std::none_of(
-      rec->spec.exclude.begin(), rec->spec.exclude.end(), [&](const std::string& t) {
-        auto p = parseCIDR(t);
-        if (!p) {
-          auto single = parseAddress(t);
-          return single && *single == a;
-        }
-        return p->address.family == a.family && a.value >= p->first() && a.value <= p->last();
-      });
 }
 
 std::string Allocator::poolContaining(const Address& a) const {

@@ -109,13 +109,9 @@ struct PolicyLedger {
 struct InUse {
   std::string owner;
   std::string name;
-  // What shows it, completing "carried by ...": "gateway pod ns/egw-web-1".
+  // What shows it, completing "carried by ...": "EgressPolicySlice ns.web.0".
   std::string source;
   std::vector<std::string> addresses;
-  // The source is one a tenant can edit (a gateway pod's annotation): only if the owner has a
-  // ledger, only usable addresses of that ledger's pool (in its CIDRs, not excluded, reserved or
-  // special-use), and at most one per family (a pod carries one ledger entry) count.
-  bool ledgerPoolOnly = false;
 };
 
 // Why a policy holds fewer entries than it asked for, as the IPAllocated condition's reason.
@@ -178,8 +174,7 @@ struct RebuildConflict {
   // special-use address, in a pool or not, the message naming why).
   Reason reason = Reason::kAlreadyAllocated;
   std::string message;
-  // From an InUse, not a ledger: for the log only (an Event on the policy would tell a tenant who
-  // holds the addresses its annotation named).
+  // From an InUse, not a ledger: for the log only (the policy's own ledger is not in question).
   bool inUse = false;
 };
 
@@ -246,9 +241,11 @@ class Allocator {
   std::vector<Entry> committedEntries(const std::string& owner) const;
   // Who holds `address`; "" if nobody.
   std::string holderOf(const Address& address) const;
-  // Owners whose last assign() in `pool` fell short for want of free addresses: a release in
-  // the pool may let them complete.
-  std::vector<std::string> waitingFor(std::string_view pool) const;
+  // Owners whose last assign() in `pool` fell short for want of free addresses of a family one
+  // of `freed` is of: that release may let them complete (a freed IPv6 address does nothing for
+  // a policy short of IPv4 ones).
+  std::vector<std::string> waitingFor(std::string_view pool,
+                                      const std::vector<Address>& freed) const;
   // Every owner that holds something or has a committed ledger.
   std::vector<std::string> owners() const;
   // The owners (uids) known under `name`, holding something or with a committed ledger.
@@ -282,7 +279,8 @@ class Allocator {
     // Held beyond the ledger only because rebuild() found them in use: never taken back into
     // an entry by assign() (a tenant-editable source must not grow a ledger), freed by commit().
     std::set<Address> lingering;
-    std::string waitingPool;  // set while short of free addresses there
+    std::string waitingPool;           // set while short of free addresses there
+    std::set<Family> waitingFamilies;  // ... of these families
   };
 
   // A record for `spec`, its Pool built with the spec's exclusions plus the reservations.
@@ -309,9 +307,6 @@ class Allocator {
   void unindexName(const std::string& owner, const std::string& name);
   // Whether pool `pool`'s CIDRs contain `a`.
   bool inPool(std::string_view pool, const Address& a) const;
-  // Whether pool `pool` could hand out `a`: in its CIDRs, not excluded by its spec, not reserved
-  // or special-use.
-  bool usableIn(std::string_view pool, const Address& a) const;
   // The name of the first pool (by name) whose CIDRs contain `a`; "" if none does.
   std::string poolContaining(const Address& a) const;
 

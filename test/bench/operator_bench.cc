@@ -11,6 +11,7 @@
 //                    does), so their tail outlasts the last status write on a busy server;
 //   writes_per_policy  the operator's POST/PUT/PATCH/DELETE requests (rest_client_requests_total)
 //                    until quiet, divided by the policies, and by verb (at Ready and at quiet);
+//                    and the egressgateway controller's reconciles per policy meanwhile;
 //   server_writes_until_quiet  every writer's requests in that time by verb and resource, as the
 //                    API server counts them (apiserver_request_total): which of the operator's
 //                    writes go where, and what the rest of the control plane writes meanwhile;
@@ -24,7 +25,8 @@
 // --churn label flips, paced at --churn-rate, of --churn-pods pods bound to the fake nodes, each
 // moving a pod into or out of the churn policy's selector; the latency from each flip's PATCH to
 // the update of the policy's EgressPolicySlice that reflects it (matched by its sources), p50/p99,
-// and the operator's CPU seconds (process_cpu_seconds_total) per 1,000 flips. Then a restart,
+// and the operator's CPU seconds (process_cpu_seconds_total) and policy reconciles per 1,000
+// flips. Then a restart,
 // and, with the operator stopped, the API server's ceiling: the operator's POSTs, PUTs and
 // PATCHes until quiet sent again by 16 concurrent workers (ceiling()), and convergence time over
 // that time. Then the scale curve (--scale-curve): a fresh operator at each seeded-pod count,
@@ -114,6 +116,11 @@ double metric(const std::string& text, const std::string& name, const std::strin
     }
   }
   return sum;
+}
+
+// The egressgateway controller's reconciles, whatever their result.
+double policyReconciles(const std::string& m) {
+  return metric(m, "controller_runtime_reconcile_total", "controller=\"egressgateway\"");
 }
 
 double writes(const std::string& m, const std::string& verb) {
@@ -479,9 +486,10 @@ struct ChurnResult {
   double max = 0;
   double patchP50 = 0;  // the label PATCH's own round trip
   double cpuSeconds = 0;
-  double writes = 0;  // the operator's writes meanwhile
-  int unmatched = 0;  // changes no slice update reflected within 60 s of the last one
-  int deferred = 0;   // ticks at which every churn pod still had a change in flight
+  double writes = 0;      // the operator's writes meanwhile
+  double reconciles = 0;  // the egressgateway controller's reconciles meanwhile
+  int unmatched = 0;      // changes no slice update reflected within 60 s of the last one
+  int deferred = 0;       // ticks at which every churn pod still had a change in flight
 };
 
 // The churn pods, bound to the fake nodes (the test kubelet gives them addresses), each named
@@ -640,6 +648,7 @@ std::optional<ChurnResult> churn(boost::asio::io_context& ioc, kube::RestClient&
   res.cpuSeconds =
       metric(after, "process_cpu_seconds_total") - metric(before, "process_cpu_seconds_total");
   res.writes = allWrites(after) - allWrites(before);
+  res.reconciles = policyReconciles(after) - policyReconciles(before);
   if (!deleteChurnPods(ioc, client, ns, pods)) {
     return std::nullopt;
   }
@@ -1184,10 +1193,10 @@ int run(const std::string& kubeconfig, const std::string& binary, const BenchNam
     const double w = allWrites(*m);
     std::printf(
         "at_%s: writes=%.0f writes_per_policy=%.2f POST=%.0f PUT=%.0f PATCH=%.0f DELETE=%.0f "
-        "conflicts=%.0f events_dropped=%.0f\n",
+        "conflicts=%.0f events_dropped=%.0f reconciles_per_policy=%.2f\n",
         when, w, w / policies, writes(*m, "POST"), writes(*m, "PUT"), writes(*m, "PATCH"),
         writes(*m, "DELETE"), metric(*m, "rest_client_requests_total", "code=\"409\""),
-        metric(*m, "event_recorder_dropped_total"));
+        metric(*m, "event_recorder_dropped_total"), policyReconciles(*m) / policies);
   }
   std::printf("rss=%.1fMiB peak_rss=%.1fMiB cached_pods=%d rss_per_cached_pod_total=%.0fB\n",
               full->rss / 1048576.0, full->peakRss / 1048576.0, full->cachedPods,
@@ -1208,16 +1217,20 @@ int run(const std::string& kubeconfig, const std::string& binary, const BenchNam
     std::printf(
         "churn: changes=%d pods=%d rate=%.0f/s seconds=%.1f latency_p50=%.3fs "
         "latency_p99=%.3fs latency_max=%.3fs patch_p50=%.3fs unmatched=%d deferred=%d "
-        "cpu_seconds=%.2f cpu_seconds_per_1000_events=%.2f writes=%.0f\n",
+        "cpu_seconds=%.2f cpu_seconds_per_1000_events=%.2f writes=%.0f "
+        "reconciles_per_1000_events=%.0f\n",
         c->changes, churnOptions.pods, churnOptions.rate, c->seconds, c->p50, c->p99, c->max,
-        c->patchP50, c->unmatched, c->deferred, c->cpuSeconds, perThousand, c->writes);
+        c->patchP50, c->unmatched, c->deferred, c->cpuSeconds, perThousand, c->writes,
+        c->changes > 0 ? c->reconciles * 1000.0 / c->changes : 0.0);
     std::printf(
         "{\"figure\":\"churn\",\"changes\":%d,\"pods\":%d,\"rate_per_s\":%.1f,"
         "\"seconds\":%.1f,\"latency_p50_s\":%.3f,\"latency_p99_s\":%.3f,"
         "\"latency_max_s\":%.3f,\"patch_p50_s\":%.3f,\"unmatched\":%d,"
-        "\"cpu_seconds\":%.2f,\"cpu_seconds_per_1000_events\":%.2f,\"writes\":%.0f}\n",
+        "\"cpu_seconds\":%.2f,\"cpu_seconds_per_1000_events\":%.2f,\"writes\":%.0f,"
+        "\"reconciles_per_1000_events\":%.0f}\n",
         c->changes, churnOptions.pods, churnOptions.rate, c->seconds, c->p50, c->p99, c->max,
-        c->patchP50, c->unmatched, c->cpuSeconds, perThousand, c->writes);
+        c->patchP50, c->unmatched, c->cpuSeconds, perThousand, c->writes,
+        c->changes > 0 ? c->reconciles * 1000.0 / c->changes : 0.0);
   }
   full->op->signal(SIGTERM);
   full->op->reap(60s);

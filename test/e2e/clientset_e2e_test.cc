@@ -236,8 +236,8 @@ TEST_F(ClientsetE2E, TheLedgerRoundTripsThroughTheStatusSubresource) {
   withStatus.status.pool = "corp";
   withStatus.status.egressIPs = {"203.0.113.5", "2001:db8::5", "203.0.113.6", "2001:db8::6"};
   withStatus.status.gateways = {
-      api::GatewayStatus{{"203.0.113.5", "2001:db8::5"}, "egw-ledger-0", "n1", true},
-      api::GatewayStatus{{"203.0.113.6", "2001:db8::6"}, "", "", false}};
+      api::GatewayStatus{{"203.0.113.5", "2001:db8::5"}, "egw-ledger-0", "9b1e4c", "n1", true},
+      api::GatewayStatus{{"203.0.113.6", "2001:db8::6"}, "", "", "", false}};
   withStatus.status.observedGeneration = 1;
   auto updated = run(policies.updateStatus(withStatus, kube::WriteOptions()));
   ASSERT_TRUE(updated) << updated.error().message();

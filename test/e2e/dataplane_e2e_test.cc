@@ -300,7 +300,7 @@ class DataplaneE2E : public ::testing::Test {
   // The gateway pod holding the egress IP, and its node; "" for none.
   static std::pair<std::string, std::string> holder() {
     for (const auto& [name, p] : gatewayPods(kNs, "web")) {
-      if (!p.annotation.empty() && !p.deleting) {
+      if (!p.holds.empty() && !p.deleting) {
         return {name, p.node};
       }
     }

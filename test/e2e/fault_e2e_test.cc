@@ -539,8 +539,9 @@ TEST_F(FaultE2E, ConflictingWritersDoNotLoseStatusOrAddresses) {
 }
 
 // Case 7: a user deletes a gateway Deployment, an administrator edits a policy's
-// EgressPolicySlice (no tenant may), and a user removes a gateway pod's egress-IP annotation;
-// the operator restores each.
+// EgressPolicySlice (no tenant may), and a user annotates a gateway pod with another address (as
+// the operator's own records once did); the operator restores the first two and ignores the
+// third.
 TEST_F(FaultE2E, UserDamageToGatewayObjectsIsRestored) {
   Operator& op = startOperator({});
   ASSERT_TRUE(caughtUp(op));
@@ -557,11 +558,11 @@ TEST_F(FaultE2E, UserDamageToGatewayObjectsIsRestored) {
           .ok());
   ASSERT_TRUE(controlPlane()
                   .kubectl({"annotate", "pod", "-n", ns_, pods.begin()->first,
-                            std::string(kAnnotation) + "-"})
+                            "egressgateway.dev/egress-ips=198.51.100.250"})
                   .ok());
   const auto r =
       checkInvariants(before, op, {&op}, r0, start, {.pool = pool_, .maxCaseReconciles = 500});
-  EXPECT_EQ(gatewayPods(ns_, "p5").begin()->second.annotation,
+  EXPECT_EQ(gatewayPods(ns_, "p5").begin()->second.holds,
             before.at(ns_ + "/p5").ledger.front().front());
   report("user-damage", r, "");
 }

@@ -44,9 +44,10 @@ std::string selectedApp(const rapidjson::Value& policy) {
 // What the operator's caches should say, from fresh LISTs.
 struct Listed {
   std::map<std::string, PolicyView> policies;
-  std::map<std::string, std::set<std::string>> sources;       // ns/policy -> "ip@node" of its pods
-  std::map<std::string, int> selected;                        // ns/policy -> matching live pods
-  std::map<std::string, std::set<std::string>> held;          // ns/policy -> gateway annotations
+  std::map<std::string, std::set<std::string>> sources;  // ns/policy -> "ip@node" of its pods
+  std::map<std::string, int> selected;                   // ns/policy -> matching live pods
+  // ns/policy -> the first address of each entry its status names a live gateway pod for
+  std::map<std::string, std::set<std::string>> held;
   std::map<std::string, std::set<std::string>> sliceSources;  // ns/policy -> its slices' "ip@node"
   std::map<std::string, int> available;                       // ns/policy -> Deployment available
 };
@@ -63,13 +64,13 @@ Listed listEverything() {
              l.sources[ns + "/" + name];
              l.selected[ns + "/" + name] = 0;
            });
+  std::map<std::string, std::string> liveGateways;  // pod uid -> ns/policy
   forItems(listAll("pods"),
            [&](const rapidjson::Value& item, const std::string& ns, const std::string& name) {
              const bool deleting = at(item, {"metadata", "deletionTimestamp"}) != nullptr;
              if (const std::string policy = label(item, kPolicyLabel); !policy.empty()) {
-               const auto* a = at(item, {"metadata", "annotations"});
-               if (!deleting && a != nullptr) {
-                 l.held[ns + "/" + policy].insert(str(*a, kAnnotation));
+               if (!deleting) {
+                 liveGateways.emplace(str(*at(item, {"metadata"}), "uid"), ns + "/" + policy);
                }
                return;
              }
@@ -87,6 +88,14 @@ Listed listEverything() {
              }
              (void)name;
            });
+  for (const auto& [key, p] : l.policies) {
+    for (size_t i = 0; i < p.ledger.size() && i < p.ledgerPodUIDs.size(); ++i) {
+      auto pod = liveGateways.find(p.ledgerPodUIDs[i]);
+      if (pod != liveGateways.end() && pod->second == key && !p.ledger[i].empty()) {
+        l.held[key].insert(p.ledger[i].front());
+      }
+    }
+  }
   forItems(listAll("egresspolicyslices"), [&](const rapidjson::Value& item, const std::string&,
                                               const std::string&) {
     const auto* policy = at(item, {"spec", "policy"});
@@ -162,7 +171,7 @@ std::vector<std::string> disagreements(const Listed& l, const std::string& metri
     }
     const auto held = l.held.find(key);
     if ((held == l.held.end() ? std::set<std::string>{} : held->second) != ledger) {
-      out.push_back(key + ": gateway pods' annotations differ from the ledger");
+      out.push_back(key + ": the status does not name a live gateway pod for every ledger entry");
     }
     const auto av = l.available.find(key);
     if (av == l.available.end() || av->second != static_cast<int>(p.ledger.size())) {

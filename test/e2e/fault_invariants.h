@@ -2,11 +2,12 @@
 //
 // What fault_e2e_test checks at the end of every case, from one fresh LIST of each kind (every
 // namespace): the operator's caches agree with the API server (its /metrics gauges, its
-// ConfigMaps' sources and its status' selectedPods against the LISTed pods, policies and pool;
-// its gateway pods' annotations and Deployments against the ledgers), no address is held by two
-// policies, no policy lost an address it held before the fault, every policy is Ready again
-// within a bound, the operators that should run still do, and the one that leads at the end
-// neither writes nor reconciles in a loop once it has converged.
+// slices' sources and its status' selectedPods against the LISTed pods, policies and pool; a
+// live gateway pod named, by uid, for every ledger entry, and the Deployments against the
+// ledgers), no address is held by two policies, no policy lost an address it held before the
+// fault, every policy is Ready again within a bound, the operators that should run still do,
+// and the one that leads at the end neither writes nor reconciles in a loop once it has
+// converged.
 #pragma once
 
 #include <chrono>

@@ -192,7 +192,7 @@ class HelmE2E : public ::testing::Test {
 const std::set<Rule>& expectedClusterRules() {
   using V = std::vector<std::string>;
   static const std::set<Rule> kRules = {
-      {"", "pods", V{"list", "patch", "watch"}},
+      {"", "pods", V{"list", "watch"}},
       {"", "namespaces", V{"list", "watch"}},
       {"", "nodes", V{"list", "watch"}},
       {"apps", "deployments", V{"create", "list", "patch", "watch"}},
@@ -502,12 +502,15 @@ TEST_F(HelmE2E, OperatorRunsInClusterWithOnlyTheServiceAccountToken) {
   EXPECT_EQ(canI("get", "configmaps", ns), "no");
   EXPECT_EQ(canI("list", "configmaps", ""), "no") << "the data-plane view is not a ConfigMap";
   EXPECT_EQ(canI("patch", "pods", ns, "status"), "no") << "only with the agent (its gate)";
+  EXPECT_EQ(canI("patch", "pods", ns), "no") << "the holder record is the policy's status";
+  EXPECT_EQ(canI("update", "pods", ns), "no");
   EXPECT_EQ(canI("delete", "replicasets", ns), "no");
   EXPECT_EQ(canI("delete", "egressgatewaypolicies.networking.egressgateway.dev", ns), "no");
   EXPECT_EQ(canI("*", "*", ns), "no");
   // ... and what it may, which the scenario above used.
   EXPECT_EQ(canI("update", "leases", kNamespace), "yes");
-  EXPECT_EQ(canI("patch", "pods", ns), "yes");
+  EXPECT_EQ(canI("update", "egressgatewaypolicies.networking.egressgateway.dev", ns, "status"),
+            "yes");
   EXPECT_EQ(canI("create", "events", ns), "yes");
   EXPECT_EQ(canI("list", "replicasets", ""), "yes");
   for (const char* verb : {"create", "patch", "delete", "list", "watch"}) {

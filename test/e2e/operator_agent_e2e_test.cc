@@ -8,6 +8,7 @@
 // within the Lease duration and a few seconds, with an Event; with the switch off it stays.
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -71,12 +72,16 @@ class OperatorAgentE2E : public ::testing::Test {
     return parseJson(out.ok() ? out.output : "{}");
   }
 
-  // A Lease as egw-agent on `node` renews it, last renewed at `renewed`.
+  // A Lease as egw-agent on `node` renews it, last renewed at `renewed`, reporting `programmed`
+  // (comma-separated egress IPs) programmed.
   ::testing::AssertionResult writeAgentLease(const std::string& node,
                                              std::chrono::system_clock::time_point renewed,
-                                             int durationSeconds) {
+                                             int durationSeconds,
+                                             const std::string& programmed = "") {
     return apply("apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: egw-agent-" +
-                 node + "\n  namespace: " + leaseNs_ + "\nspec:\n  holderIdentity: " + node +
+                 node + "\n  namespace: " + leaseNs_ +
+                 "\n  annotations: {egressgateway.dev/programmed: \"" + programmed +
+                 "\"}\nspec:\n  holderIdentity: " + node +
                  "\n  leaseDurationSeconds: " + std::to_string(durationSeconds) +
                  "\n  renewTime: \"" + microTime(renewed) + "\"\n");
   }
@@ -115,14 +120,14 @@ class OperatorAgentE2E : public ::testing::Test {
     ASSERT_TRUE(eventually(
         [&] {
           auto pods = gatewayPods(ns_, "web");
-          return pods.size() == 2 && !pods.begin()->second.annotation.empty() &&
-                 !pods.rbegin()->second.annotation.empty();
+          return pods.size() == 2 && !pods.begin()->second.holds.empty() &&
+                 !pods.rbegin()->second.holds.empty();
         },
         120s))
         << operator_->process().log();
     auto pods = gatewayPods(ns_, "web");
     stuck = pods.begin()->first;
-    entry = pods.begin()->second.annotation;
+    entry = pods.begin()->second.holds;
     stale = pods.begin()->second.node;
     ASSERT_TRUE(controlPlane().kubectl({"cordon", stale}).ok());
     cordoned_ = stale;
@@ -135,7 +140,7 @@ class OperatorAgentE2E : public ::testing::Test {
         [&] {
           for (const auto& [name, p] : gatewayPods(ns_, "web")) {
             if (!p.deleting && p.node != stale && name != stuck && podReady(name) &&
-                p.annotation.empty()) {
+                p.holds.empty()) {
               replacement = name;
             }
           }
@@ -245,7 +250,7 @@ TEST_F(OperatorAgentE2E, WithTheAgentSwitchGatewayPodsCarryTheGateAndTenSecondTo
 
 // Acceptance 4: the stuck holder's node stops renewing its agent Lease; within its 6 s and a few
 // seconds the entry moves to the replacement on the node whose Lease is fresh: the same IP, the
-// same ledger, the stuck pod's annotation gone, and an Event that says so.
+// same ledger, the stuck pod no longer named in the status, and an Event that says so.
 TEST_F(OperatorAgentE2E, AStaleHoldersIPMovesToAReadyPodOnANodeWithAFreshAgentLease) {
   std::string stuck, entry, replacement, stale;
   stickAHolder(true, stuck, entry, replacement, stale);
@@ -256,13 +261,12 @@ TEST_F(OperatorAgentE2E, AStaleHoldersIPMovesToAReadyPodOnANodeWithAFreshAgentLe
   ASSERT_EQ(ledgerBefore.size(), 2u);
   // While the stuck pod's node's agent Lease is fresh, its holder keeps the entry.
   std::this_thread::sleep_for(3s);
-  EXPECT_EQ(gatewayPods(ns_, "web")[replacement].annotation, "");
-  EXPECT_EQ(gatewayPods(ns_, "web")[stuck].annotation, entry);
+  EXPECT_EQ(gatewayPods(ns_, "web")[replacement].holds, "");
+  EXPECT_EQ(gatewayPods(ns_, "web")[stuck].holds, entry);
 
   const auto renewed = std::chrono::system_clock::now();
   ASSERT_TRUE(writeAgentLease(stale, renewed, 6));  // its last renewal
-  ASSERT_TRUE(
-      eventually([&] { return gatewayPods(ns_, "web")[replacement].annotation == entry; }, 30s))
+  ASSERT_TRUE(eventually([&] { return gatewayPods(ns_, "web")[replacement].holds == entry; }, 30s))
       << operator_->process().log();
   const double seconds =
       std::chrono::duration<double>(std::chrono::system_clock::now() - renewed).count();
@@ -270,7 +274,7 @@ TEST_F(OperatorAgentE2E, AStaleHoldersIPMovesToAReadyPodOnANodeWithAFreshAgentLe
               entry.c_str(), seconds);
   EXPECT_GE(seconds, 5.0) << "moved while the Lease was still fresh";
   EXPECT_LE(seconds, 6.0 + 4.0) << "not within the Lease duration and a few seconds";
-  EXPECT_TRUE(eventually([&] { return gatewayPods(ns_, "web")[stuck].annotation.empty(); }, 10s));
+  EXPECT_TRUE(eventually([&] { return gatewayPods(ns_, "web")[stuck].holds.empty(); }, 10s));
   EXPECT_EQ(ledgerAddresses(), ledgerBefore) << "the IP moves, it is never reallocated";
   EXPECT_TRUE(eventually([&] { return hasEvent(ns_, "web", "Moved", entry); }, 30s));
   EXPECT_TRUE(eventually(
@@ -292,9 +296,63 @@ TEST_F(OperatorAgentE2E, WithTheSwitchOffAStaleHolderKeepsItsIP) {
   ASSERT_TRUE(writeAgentLease(stale, std::chrono::system_clock::now(), 6));
   std::this_thread::sleep_for(6s + 6s);
   auto pods = gatewayPods(ns_, "web");
-  EXPECT_EQ(pods[stuck].annotation, entry);
-  EXPECT_EQ(pods[replacement].annotation, "");
+  EXPECT_EQ(pods[stuck].holds, entry);
+  EXPECT_EQ(pods[replacement].holds, "");
   EXPECT_FALSE(hasEvent(ns_, "web", "Moved"));
+}
+
+// An address a live agent still reports programmed after its policy let it go (a scale-down the
+// agent has yet to see) stays held by that policy, so the policy waiting for an address does not
+// get it; after a leader change the next leader may hand it out, but the new owner's view names
+// no node for it until that agent lets go: never two nodes answering for one address. The agent
+// here is one on a node that runs no gateway ("egress-node-x"), so the waiting policy's own
+// holder is certainly another node.
+TEST_F(OperatorAgentE2E, AnAddressAnAgentStillAnswersForGetsNoOtherHolderAcrossALeaderChange) {
+  ASSERT_EQ(controlPlane().createNamespace(leaseNs_), "");
+  const auto now = std::chrono::system_clock::now();
+  for (const char* node : {"egress-node-1", "egress-node-2", "egress-node-x"}) {
+    ASSERT_TRUE(writeAgentLease(node, now, 3600));
+  }
+  ASSERT_TRUE(apply(poolYaml(pool_, {"198.51.100.60/30"})));  // .61 and .62
+  ASSERT_TRUE(apply(configYaml(true)));
+  ASSERT_TRUE(apply(policyYaml(ns_, "a", pool_, 2, "a")));
+  const std::vector<std::string> args{"--agent-lease-namespace=" + leaseNs_};
+  operator_ = std::make_unique<Operator>(tmp_.path(), "operator", args);
+  ASSERT_TRUE(eventually([&] { return policies(ns_)["a"].ledger.size() == 2; }, 120s))
+      << operator_->process().log();
+  ASSERT_TRUE(apply(policyYaml(ns_, "b", pool_, 1, "b")));
+  ASSERT_TRUE(eventually(
+      [&] { return policies(ns_)["b"].reason("IPAllocated") == "PoolExhausted"; }, 120s));
+  const std::string carried = policies(ns_)["a"].ledger.back().front();
+  ASSERT_TRUE(writeAgentLease("egress-node-x", std::chrono::system_clock::now(), 3600, carried));
+  ASSERT_TRUE(apply(policyYaml(ns_, "a", pool_, 1, "a")));
+  ASSERT_TRUE(eventually([&] { return policies(ns_)["a"].ledger.size() == 1; }, 120s));
+  ASSERT_TRUE(operator_->settle(5s, 60s));
+  EXPECT_TRUE(policies(ns_)["b"].ledger.empty())
+      << "freed while egress-node-x answers for " << carried;
+
+  operator_->process().signal(SIGKILL);
+  ASSERT_TRUE(exitCode(operator_->process().reap(30s)));
+  operator_ = std::make_unique<Operator>(tmp_.path(), "operator-2", args);
+  ASSERT_TRUE(eventually([&] { return operator_->ready(); }, 60s)) << operator_->process().log();
+  ASSERT_TRUE(operator_->settle(5s, 60s));
+  const auto afterChange = policySlices(ns_, "b").egressIPs;
+  std::printf("[ view     ] b after the leader change: %s\n",
+              afterChange.empty() ? "(no address)" : afterChange.front().c_str());
+  for (const auto& e : afterChange) {
+    EXPECT_EQ(e, carried + "@") << "a holder named while egress-node-x still answers for it";
+  }
+
+  // The agent lets go: now b gets the address, with a holder of its own.
+  ASSERT_TRUE(writeAgentLease("egress-node-x", std::chrono::system_clock::now(), 3600));
+  EXPECT_TRUE(eventually(
+      [&] {
+        const auto b = policySlices(ns_, "b").egressIPs;
+        return b.size() == 1 && b.front().rfind(carried + "@egress-node-", 0) == 0 &&
+               b.front() != carried + "@egress-node-x";
+      },
+      120s))
+      << operator_->process().log().substr(0, 4000);
 }
 
 }  // namespace

@@ -184,6 +184,7 @@ PolicyView viewOf(const rapidjson::Value& item) {
       for (const auto& g : gws->GetArray()) {
         p.ledger.push_back(strings(at(g, {"egressIPs"})));
         p.ledgerPods.push_back(str(g, "pod"));
+        p.ledgerPodUIDs.push_back(str(g, "podUID"));
       }
     }
     if (const auto* sel = at(*st, {"selectedPods"}); sel != nullptr && sel->IsInt()) {
@@ -216,6 +217,20 @@ std::map<std::string, PolicyView> policies(const std::string& ns) {
 }
 
 std::map<std::string, PodView> gatewayPods(const std::string& ns, const std::string& policy) {
+  std::map<std::string, std::string> heldByUid;
+  auto egp = controlPlane().kubectl({"get", "egp", "-n", ns, policy, "-o", "json"});
+  if (egp.ok()) {
+    const auto view = viewOf(parseJson(egp.output));
+    for (size_t i = 0; i < view.ledger.size() && i < view.ledgerPodUIDs.size(); ++i) {
+      std::string entry;
+      for (const auto& ip : view.ledger[i]) {
+        entry += (entry.empty() ? "" : ",") + ip;
+      }
+      if (!view.ledgerPodUIDs[i].empty()) {
+        heldByUid[view.ledgerPodUIDs[i]] = entry;
+      }
+    }
+  }
   std::map<std::string, PodView> out;
   auto got = controlPlane().kubectl(
       {"get", "pods", "-n", ns, "-l", std::string(kPolicyLabel) + "=" + policy, "-o", "json"});
@@ -223,8 +238,8 @@ std::map<std::string, PodView> gatewayPods(const std::string& ns, const std::str
   if (const auto* items = at(doc, {"items"}); items != nullptr && items->IsArray()) {
     for (const auto& item : items->GetArray()) {
       PodView p;
-      if (const auto* a = at(item, {"metadata", "annotations"}); a != nullptr) {
-        p.annotation = str(*a, kAnnotation);
+      if (auto it = heldByUid.find(str(*at(item, {"metadata"}), "uid")); it != heldByUid.end()) {
+        p.holds = it->second;
       }
       p.node = str(*at(item, {"spec"}), "nodeName");
       p.deleting = at(item, {"metadata", "deletionTimestamp"}) != nullptr;
@@ -456,7 +471,7 @@ void expectGatewaysHoldTheirLedgers(const std::string& ns,
     std::set<std::string> held;
     for (const auto& [podName, pod] : pods) {
       if (!pod.deleting) {
-        EXPECT_TRUE(held.insert(pod.annotation).second) << podName << " " << pod.annotation;
+        EXPECT_TRUE(held.insert(pod.holds).second) << podName << " " << pod.holds;
       }
     }
     std::set<std::string> ledger;

@@ -26,7 +26,6 @@ namespace egress::e2e {
 
 inline constexpr const char* kImage = "example.invalid/egress-gateway:e2e";
 inline constexpr const char* kPolicyLabel = "egressgateway.dev/policy";
-inline constexpr const char* kAnnotation = "egressgateway.dev/egress-ips";
 
 // Polls `check` every 250 ms until it holds or `timeout` passes; the last check's result.
 bool eventually(const std::function<bool()>& check, std::chrono::seconds timeout);
@@ -90,6 +89,7 @@ struct PolicyView {
   std::vector<std::string> egressIPs;
   std::vector<std::vector<std::string>> ledger;  // status.gateways[].egressIPs
   std::vector<std::string> ledgerPods;           // status.gateways[].pod
+  std::vector<std::string> ledgerPodUIDs;        // status.gateways[].podUID
   int selectedPods = 0;
   std::map<std::string, std::pair<std::string, std::string>> conditions;  // type -> status, reason
   std::map<std::string, std::string> messages;
@@ -106,7 +106,9 @@ size_t addressCount(const std::map<std::string, PolicyView>& ps);
 
 // A gateway pod as the test reads it back.
 struct PodView {
-  std::string annotation;
+  // The entry its policy's status records it (by uid) as holding, comma-separated ("" for
+  // none): the holder record the data-plane view follows.
+  std::string holds;
   std::string node;
   bool deleting = false;
 };

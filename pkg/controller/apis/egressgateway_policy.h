@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "pkg/apis/policy/pod_disruption_budget.h"
 #include "pkg/apis/validation/field_error.h"
 #include "pkg/cache/undecodable.h"
+#include "pkg/controllerruntime/processor.h"
 #include "pkg/ipam/allocator.h"
 
 namespace egress::controller {
@@ -41,12 +43,11 @@ using EgressPodId = std::string;
 
 struct EgressPodInfo {
   PodPtr pod;
-  // The ledger entry it holds (kEgressIPsAnnotation); "" if none.
-  std::string egressIPs;
   bool ready = false;
   // Its containers are ready (Ready but for the readiness gate, which only an egress IP opens).
   bool containersReady = false;
-  // Being deleted: it still holds its entry (it may still send) until it is gone.
+  // Being deleted: the data-plane view names it no more, and a pod waiting for an entry takes
+  // its entry over.
   bool terminating = false;
   // Its readiness gate kIPProgrammedCondition as cached: nullopt if absent, else True or not.
   std::optional<bool> programmed;
@@ -74,14 +75,10 @@ struct EgressGatewayPolicyInfo {
   std::string poolName;
   PoolPtr pool;
   EgressGatewayDeployment deployment;
-  // Its gateway pods: while the policy exists, only pods controlled, by owner UIDs, by a
-  // ReplicaSet controlled by the Deployment this policy (uid) controls; once it is gone, any pod
-  // labelled as its gateway (they only delay the release of its own addresses).
+  // Its gateway pods: only pods controlled, by owner UIDs, by a ReplicaSet controlled by the
+  // Deployment this policy (uid) controls. A pod merely labelled as its gateway (a deleted
+  // predecessor's of the same name, or a forgery) is not one. Empty while the policy is gone.
   std::map<EgressPodId, EgressPodInfo> egressPods;
-  // While the policy exists: the pods labelled as its gateways that are not proven its own (a
-  // deleted predecessor's of the same name, or a forgery). They prove nothing, and only delay
-  // the release of a predecessor's addresses.
-  std::vector<PodPtr> unprovenGatewayPods;
   // The source pods the policy selects (its own namespace only), not being deleted.
   std::vector<PodPtr> sourcePods;
   // Those being deleted: not counted as selected, but still sources of the data-plane view
@@ -94,6 +91,12 @@ struct EgressGatewayPolicyInfo {
   validation::FieldErrors invalid;
   // The IPPoolProcessor's result: the ledger as written, and why it is short, if it is.
   std::optional<ipam::Assignment> assignment;
+  // And the gateway pod (name) it named to hold each entry ("" for none); absent: the holders
+  // the status names (entryHolders).
+  std::optional<std::vector<std::string>> holders;
+  // Addresses the policy's data-plane view, as this process last wrote it, names while the cache
+  // still shows an older view: in use, as if the cache showed them.
+  std::set<ipam::Address> viewInFlight;
   // The DeploymentProcessor's failure to write a gateway object ("" if none): the reconcile
   // fails with it, and the status says so rather than that the gateway is on its way.
   std::string applyFailure;
@@ -102,5 +105,10 @@ struct EgressGatewayPolicyInfo {
   // The resourceVersions this reconcile's writes replaced (the cached one first).
   std::vector<std::string> superseded;
 };
+
+// One step of a policy's reconcile: the egressgateway controller gathers the info view once and
+// runs its processors over it in order (controllerruntime::runProcessors); a processor may add to
+// the view what later ones need (the assignment and holders, the policy as last written).
+using PolicyProcessor = controllerruntime::Processor<EgressGatewayPolicyInfo>;
 
 }  // namespace egress::controller

@@ -84,16 +84,10 @@ bool provenGateway(const core::Pod& pod, const apps::ReplicaSet* rs,
 
 void stripPod(core::Pod& pod) {
   auto& m = pod.metadata;
-  std::string annotation;
-  if (auto it = m.annotations.find(std::string(kEgressIPsAnnotation)); it != m.annotations.end()) {
-    annotation = it->second;
-  }
-  // Assigned, not clear()ed: a cleared map keeps its capacity (80 bytes for a pod's one
-  // annotation, and real pods carry several).
+  // No annotation is read (the holder record is the policy's status). Assigned, not clear()ed:
+  // a cleared map keeps its capacity (80 bytes for a pod's one annotation, and real pods carry
+  // several).
   m.annotations = meta::StringMap();
-  if (!annotation.empty()) {
-    m.annotations.emplace(std::string(kEgressIPsAnnotation), std::move(annotation));
-  }
   // A gateway pod keeps its controller (its ReplicaSet) and its uid; a source pod's owners and
   // uid are never read, and at about 200 and 48 bytes they would be a fifth of what a cached pod
   // costs.
@@ -329,56 +323,8 @@ std::string Cache::resolvedPoolName(const v1alpha1::EgressGatewayPolicy& policy)
   return config ? config->spec.defaultPool : "";
 }
 
-std::string Cache::gatewayPolicyUid(const core::Pod& pod) const {
-  const std::string& ns = pod.metadata.namespace_;
-  const auto* podRef = meta::controllerOf(pod.metadata);
-  if (podRef == nullptr || podRef->kind != "ReplicaSet") {
-    return "";
-  }
-  auto rs = replicaSets_->indexer().get(ns + "/" + podRef->name);
-  const auto* rsRef = rs ? meta::controllerOf(rs->metadata) : nullptr;
-  if (rsRef == nullptr || rsRef->kind != "Deployment") {
-    return "";
-  }
-  auto d = deployments_->indexer().get(ns + "/" + rsRef->name);
-  const auto* dRef = d ? meta::controllerOf(d->metadata) : nullptr;
-  if (dRef == nullptr || dRef->kind != kPolicyKind || d->metadata.name != gatewayName(dRef->name)) {
-    return "";
-  }
-  return provenGateway(pod, rs.get(), d.get(), dRef->uid) ? dRef->uid : "";
-}
-
 std::vector<ipam::InUse> Cache::addressesInUse() const {
   std::vector<ipam::InUse> out;
-  for (const auto& [podKey, pod] : pods_->indexer().items()) {
-    auto label = policyOf(*pod);
-    auto annotation = pod->metadata.annotations.find(std::string(kEgressIPsAnnotation));
-    // Only a terminating pod: a release is deferred only for those (a live pod's annotation is
-    // rewritten to its ledger entry anyway).
-    if (label.empty() || annotation == pod->metadata.annotations.end() ||
-        !pod->metadata.deletionTimestamp) {
-      continue;
-    }
-    // Only a pod the operator's own objects control, for the policy that exists under the
-    // label's name with the uid the chain ends in: labels, annotations and owner references
-    // are anyone's to write in the namespace.
-    const std::string& key = label.front();
-    const std::string uid = gatewayPolicyUid(*pod);
-    auto policy = uid.empty() ? nullptr : policies_->indexer().get(key);
-    if (!policy || policy->metadata.uid != uid) {
-      continue;
-    }
-    ipam::InUse u{uid, key, "gateway pod " + podKey, {}, true};
-    const std::string& text = annotation->second;
-    for (size_t start = 0; start <= text.size();) {
-      const size_t comma = std::min(text.find(',', start), text.size());
-      if (comma > start) {
-        u.addresses.push_back(text.substr(start, comma - start));
-      }
-      start = comma + 1;
-    }
-    out.push_back(std::move(u));
-  }
   for (const auto& [name, slice] : slices_->indexer().items()) {
     if (!slice->spec.gateway) {
       continue;
@@ -410,22 +356,16 @@ EgressGatewayPolicyInfo Cache::policyInfo(const std::string& key) const {
     info.deployment.slices = std::move(*slices);
   }
   const std::string policyUid = info.policy ? info.policy->metadata.uid : "";
-  if (auto gateways = pods_->indexer().byIndex(kByPolicy, key)) {
+  auto gateways = info.policy ? pods_->indexer().byIndex(kByPolicy, key) : std::nullopt;
+  if (gateways) {
     for (const auto& pod : *gateways) {
-      if (info.policy) {
-        const auto* ref = meta::controllerOf(pod->metadata);
-        auto rs = ref == nullptr ? nullptr : replicaSets_->indexer().get(info.ns + "/" + ref->name);
-        if (!provenGateway(*pod, rs.get(), info.deployment.deployment.get(), policyUid)) {
-          info.unprovenGatewayPods.push_back(pod);
-          continue;
-        }
+      const auto* ref = meta::controllerOf(pod->metadata);
+      auto rs = ref == nullptr ? nullptr : replicaSets_->indexer().get(info.ns + "/" + ref->name);
+      if (!provenGateway(*pod, rs.get(), info.deployment.deployment.get(), policyUid)) {
+        continue;  // labelled as its gateway, but not one it controls: it proves nothing
       }
       EgressPodInfo p;
       p.pod = pod;
-      if (auto it = pod->metadata.annotations.find(std::string(kEgressIPsAnnotation));
-          it != pod->metadata.annotations.end()) {
-        p.egressIPs = it->second;
-      }
       p.ready = core::isPodReady(*pod);
       p.containersReady = containersAreReady(*pod);
       p.terminating = pod->metadata.deletionTimestamp.has_value();

@@ -120,15 +120,10 @@ class Cache {
   // The view one reconcile of policy `key` works on.
   EgressGatewayPolicyInfo policyInfo(const std::string& key) const;
 
-  // The uid of the policy that controls gateway pod `pod` through its ReplicaSet and Deployment
-  // (by owner UIDs, as provenGateway checks); "" if the chain is broken or not cached.
-  std::string gatewayPolicyUid(const core::Pod& pod) const;
   // What shows an address in use besides the ledgers, for the start hook's rebuild: every
-  // address a terminating gateway pod carries (its egress-IP annotation) whose chain of
-  // controllers ends in the policy that exists under its label's name (owner: that policy's
-  // uid; the allocator takes only one address per family of its ledger's pool from it: a tenant
-  // can edit the annotation), and every address a published slice names (owner: the slice's
-  // policy uid; only the operator writes slices).
+  // address a published slice names (owner: the slice's policy uid; only the operator writes
+  // slices). An agent that still holds an address no slice names any more keeps it from a new
+  // holder in the view (viewHolders), not in the allocator.
   std::vector<ipam::InUse> addressesInUse() const;
 
   // Undecodable policies (the cache holds them as entries without an object).

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pkg/controller/egressgateway/deployment_processor.h"
+#include "pkg/controller/names.h"
 #include "pkg/controllerruntime/event_handlers.h"
 #include "pkg/controllerruntime/processor.h"
 
@@ -19,10 +20,64 @@ EgressGatewayController::EgressGatewayController(Options options, Context& ctx)
       processors_{ipPool_, deployment_, status_} {}
 
 Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
-  auto reg = ctx_.cache.policies().addEventHandler(
-      controllerruntime::enqueueForObject<v1alpha1::EgressGatewayPolicy>(enqueuer()));
-  if (!reg) {
-    return reg.error().message();
+  using controllerruntime::enqueueMapped;
+  Cache* cache = &ctx_.cache;
+  const auto policies = enqueuer();
+  std::vector<std::string> failed;
+  auto check = [&](auto reg) {
+    if (!reg) {
+      failed.push_back(reg.error().message());
+    }
+  };
+  check(cache->policies().addEventHandler(
+      controllerruntime::enqueueForObject<v1alpha1::EgressGatewayPolicy>(policies)));
+  check(cache->pools().addEventHandler(enqueueMapped<v1alpha1::IPAMPool>(
+      policies,
+      [cache](const v1alpha1::IPAMPool& p) { return cache->policyKeysUsingPool(p.metadata.name); },
+      poolUpdateMattersToPolicies)));
+  check(cache->operatorConfigs().addEventHandler(enqueueMapped<v1alpha1::OperatorConfig>(
+      policies, [cache](const v1alpha1::OperatorConfig&) { return cache->allPolicyKeys(); },
+      operatorConfigUpdateMattersToPolicies)));
+  check(cache->namespaces().addEventHandler(
+      enqueueMapped<core::Namespace>(policies, [cache](const core::Namespace& ns) {
+        return cache->policyKeysInNamespace(ns.metadata.name);
+      })));
+  check(cache->pods().addEventHandler(enqueueMapped<core::Pod>(
+      policies, [cache](const core::Pod& pod) { return cache->policyKeysForPod(pod); },
+      podUpdateMattersToPolicies)));
+  auto byLabel = [](const meta::ObjectMeta& m) {
+    auto it = m.labels.find(std::string(kPolicyLabel));
+    return it == m.labels.end() ? std::vector<std::string>{}
+                                : std::vector<std::string>{m.namespace_ + "/" + it->second};
+  };
+  check(cache->deployments().addEventHandler(enqueueMapped<apps::Deployment>(
+      policies, [byLabel](const apps::Deployment& d) { return byLabel(d.metadata); })));
+  check(cache->podDisruptionBudgets().addEventHandler(enqueueMapped<policy::PodDisruptionBudget>(
+      policies, [byLabel](const policy::PodDisruptionBudget& p) { return byLabel(p.metadata); })));
+  // A slice's policy: an orphan (its policy gone, say while no operator ran) is deleted by the
+  // reconcile of a policy that is not there.
+  check(cache->slices().addEventHandler(enqueueMapped<v1alpha1::EgressPolicySlice>(
+      policies, [](const v1alpha1::EgressPolicySlice& s) {
+        return std::vector<std::string>{s.spec.policy.namespace_ + "/" + s.spec.policy.name};
+      })));
+  // A gateway pod's ReplicaSet completes (or breaks) the chain of owners that proves the pod.
+  check(cache->replicaSets().addEventHandler(
+      enqueueMapped<apps::ReplicaSet>(policies, [cache](const apps::ReplicaSet& rs) {
+        std::vector<std::string> keys;
+        if (const auto* ref = meta::controllerOf(rs.metadata);
+            ref != nullptr && ref->kind == "Deployment") {
+          if (auto d =
+                  cache->deployments().indexer().get(rs.metadata.namespace_ + "/" + ref->name)) {
+            auto it = d->metadata.labels.find(std::string(kPolicyLabel));
+            if (it != d->metadata.labels.end()) {
+              keys.push_back(rs.metadata.namespace_ + "/" + it->second);
+            }
+          }
+        }
+        return keys;
+      })));
+  if (!failed.empty()) {
+    return failed.front();
   }
   return Ok{};
 }
@@ -42,7 +97,7 @@ void EgressGatewayController::useOwnWrite(EgressGatewayPolicyInfo& info) {
 net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::string& key) {
   EgressGatewayPolicyInfo info = ctx_.cache.policyInfo(key);
   useOwnWrite(info);
-  ipPool_->useOwnPodWrites(info);
+  deployment_->useOwnViewWrites(info);
   if (!info.policy) {
     // Its view goes either way: the data plane stops using its addresses. A policy that exists
     // but does not decode cannot have its sources followed, and a stale source address, handed
@@ -71,13 +126,7 @@ net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::st
   if (ipPool_->releaseFormerOwners(info)) {
     summaryChanged(ctx_);
   }
-  ReconcileResult combined = ReconcileResult::done();
-  for (const auto& processor : processors_) {
-    ReconcileResult result = co_await processor->process(info);
-    if (controllerruntime::foldProcessorResult(combined, std::move(result), processor->name())) {
-      break;
-    }
-  }
+  ReconcileResult combined = co_await controllerruntime::runProcessors(processors_, info);
   if (!info.applyFailure.empty()) {
     // The ledger write already told the user the gateway is on its way; without this the status
     // would say so for as long as the retries back off. The apply's error stays the result.

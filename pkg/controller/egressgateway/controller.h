@@ -5,11 +5,21 @@
 // DeploymentProcessor and the StatusProcessor over it, in order (the StatusProcessor also after
 // a failed DeploymentProcessor, to report the failure); a policy that is gone has its
 // EgressPolicySlices deleted at once (the data plane stops using its addresses; cluster-scoped,
-// they cannot be owned by it) and its addresses freed once its gateway pods are gone (the
+// they cannot be owned by it) and its addresses freed once no live agent answers for them (the
 // garbage collector deletes its Deployment and PodDisruptionBudget through their owner
-// references). Its keys come from the policies themselves and, through the main controller's
-// cross-triggers, from pools, the OperatorConfig, namespaces, source and gateway pods and their
-// ReplicaSets, the gateway objects and the slices.
+// references).
+// What it watches, and which policies an event queues:
+//   EgressGatewayPolicy   the policy itself
+//   IPAMPool              the policies that use the pool (poolUpdateMattersToPolicies)
+//   OperatorConfig        every policy (operatorConfigUpdateMattersToPolicies)
+//   Namespace             its policies (a pool's namespaceSelector may now admit or refuse them)
+//   Pod                   the policies that select it or own it (podUpdateMattersToPolicies)
+//   Deployment, PodDisruptionBudget   the policy its label names
+//   ReplicaSet            the policy of its Deployment (it completes or breaks a pod's proof)
+//   EgressPolicySlice     its policy (an orphan is deleted by the reconcile of a gone policy)
+// and, through the Context's queue, what other subcontrollers find: a pool's freed address
+// (the policies waiting for it), an agent Lease's change (the policies with a gateway on that
+// node, and those of the addresses it took or let go of).
 #pragma once
 
 #include <map>
@@ -21,8 +31,8 @@
 #include "pkg/controller/context.h"
 #include "pkg/controller/egressgateway/deployment_processor.h"
 #include "pkg/controller/egressgateway/ippool_processor.h"
-#include "pkg/controller/egressgateway/policy_processor.h"
 #include "pkg/controller/egressgateway/status_processor.h"
+#include "pkg/controller/update_filters.h"
 #include "pkg/controllerruntime/controller.h"
 
 namespace egress::controller {

@@ -11,6 +11,7 @@
 #include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/egressgateway/view.h"
 #include "pkg/controller/names.h"
+#include "pkg/controller/resource_version.h"
 
 namespace egress::controller {
 namespace {
@@ -26,8 +27,10 @@ bool carriesHash(const meta::ObjectMeta& meta, const std::string& hash) {
   return it != meta.annotations.end() && it->second == hash;
 }
 
+// `resourceVersion`, if not null, receives the applied object's.
 net::awaitable<ReconcileResult> applyObject(kube::RestClient& client, kube::Resource resource,
-                                            std::string ns, Rendered rendered, std::string what) {
+                                            std::string ns, Rendered rendered, std::string what,
+                                            std::string* resourceVersion = nullptr) {
   kube::WriteOptions opts;
   opts.fieldManager = std::string(kFieldManager);
   opts.force = true;
@@ -36,6 +39,16 @@ net::awaitable<ReconcileResult> applyObject(kube::RestClient& client, kube::Reso
   if (!applied) {
     co_return ReconcileResult::error("applying " + what + " " + rendered.name + ": " +
                                      applied.error().message());
+  }
+  if (resourceVersion != nullptr) {
+    resourceVersion->clear();
+    if (const auto md = applied->FindMember("metadata");
+        md != applied->MemberEnd() && md->value.IsObject()) {
+      if (const auto rv = md->value.FindMember("resourceVersion");
+          rv != md->value.MemberEnd() && rv->value.IsString()) {
+        resourceVersion->assign(rv->value.GetString(), rv->value.GetStringLength());
+      }
+    }
   }
   co_return ReconcileResult::done();
 }
@@ -95,10 +108,24 @@ net::awaitable<ReconcileResult> DeploymentProcessor::applySlices(
   // Writes before deletes, the first slice first: a source moving between slices is listed
   // twice for a moment, never nowhere, and an agent never sees sources without the gateway part.
   for (const auto& slice : plan.write) {
+    std::string written;
     auto r = co_await applyObject(ctx_.client, slicesResource(), std::string(), renderSlice(slice),
-                                  "EgressPolicySlice");
+                                  "EgressPolicySlice", &written);
     if (!r.isDone()) {
       co_return r;
+    }
+    if (slice.spec.gateway) {
+      ViewWrite& w = viewWritten_[info.key];
+      w.slice = slice.metadata.name;
+      w.resourceVersion = std::move(written);
+      w.addresses.clear();
+      for (const auto& e : slice.spec.gateway->egressIPs) {
+        for (const auto& text : e.ips) {
+          if (auto a = ipam::parseAddress(text)) {
+            w.addresses.insert(*a);
+          }
+        }
+      }
     }
   }
   auto removed = co_await deleteSlices(ctx_.client, plan.remove);
@@ -169,6 +196,24 @@ net::awaitable<ReconcileResult> DeploymentProcessor::writeReadinessGates(
 
 void DeploymentProcessor::forget(const std::string& key) {
   gatesWritten_.erase(key);
+  viewWritten_.erase(key);
+}
+
+void DeploymentProcessor::useOwnViewWrites(EgressGatewayPolicyInfo& info) {
+  auto it = viewWritten_.find(info.key);
+  if (it == viewWritten_.end()) {
+    return;
+  }
+  const ViewWrite& w = it->second;
+  auto cached = std::find_if(info.deployment.slices.begin(), info.deployment.slices.end(),
+                             [&](const SlicePtr& s) { return s->metadata.name == w.slice; });
+  if (!w.resourceVersion.empty() &&
+      (cached == info.deployment.slices.end() ||
+       versionBefore((*cached)->metadata.resourceVersion, w.resourceVersion))) {
+    info.viewInFlight.insert(w.addresses.begin(), w.addresses.end());
+    return;
+  }
+  viewWritten_.erase(it);  // the cache shows it (or a later version)
 }
 
 ReconcileResult DeploymentProcessor::failed(EgressGatewayPolicyInfo& info, ReconcileResult r) {

@@ -18,12 +18,14 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "pkg/controller/apis/egressgateway_policy.h"
 #include "pkg/controller/context.h"
-#include "pkg/controller/egressgateway/policy_processor.h"
+#include "pkg/controllerruntime/processor.h"
 
 namespace egress::controller {
 
@@ -34,8 +36,13 @@ class DeploymentProcessor : public PolicyProcessor {
   const std::string& name() const override;
   net::awaitable<controllerruntime::ReconcileResult> process(
       EgressGatewayPolicyInfo& info) override;
-  // The policy is gone: what was remembered of its pods goes too.
+  // The policy is gone: what was remembered of its pods and view goes too.
   void forget(const std::string& key);
+  // Read your own writes: sets info.viewInFlight to what the gateway part of the view, as this
+  // process last wrote it, names while the cache still shows an older version of that slice
+  // (or none). An address the ledger drops stays held meanwhile: an agent may already program
+  // what the write named. Forgotten once the cache shows the write or a later version.
+  void useOwnViewWrites(EgressGatewayPolicyInfo& info);
 
  private:
   // `r`, a failed write, after recording it in `info` for the status and in a Warning Event.
@@ -52,6 +59,13 @@ class DeploymentProcessor : public PolicyProcessor {
   // pod's resourceVersion it was decided on; the same write is not repeated before the watch
   // shows it.
   std::map<std::string, std::map<std::string, std::pair<bool, std::string>>> gatesWritten_;
+  // Per policy, the slice carrying its gateway part as last written.
+  struct ViewWrite {
+    std::string slice;
+    std::string resourceVersion;
+    std::set<ipam::Address> addresses;
+  };
+  std::map<std::string, ViewWrite> viewWritten_;
 };
 
 // Deletes `slices` (each by uid: never a successor of the same name); not found is done.

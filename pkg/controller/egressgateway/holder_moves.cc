@@ -10,33 +10,58 @@ bool agentEnabled(const v1alpha1::OperatorConfig* config) {
   return config != nullptr && config->spec.dataplane && config->spec.dataplane->agent;
 }
 
+bool olderPod(const EgressPodInfo& a, const EgressPodInfo& b) {
+  return std::tie(a.pod->metadata.creationTimestamp, a.pod->metadata.name) <
+         std::tie(b.pod->metadata.creationTimestamp, b.pod->metadata.name);
+}
+
+namespace {
+
+// The policy's pods that hold no entry, are not being deleted and pass `accept`, oldest first.
+std::vector<const EgressPodInfo*> idlePods(
+    const EgressGatewayPolicyInfo& info, const std::vector<std::string>& holders,
+    const std::function<bool(const EgressPodInfo&)>& accept) {
+  const std::set<std::string> holding(holders.begin(), holders.end());
+  std::vector<const EgressPodInfo*> out;
+  for (const auto& [name, p] : info.egressPods) {
+    if (!p.terminating && holding.count(name) == 0 && accept(p)) {
+      out.push_back(&p);
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const EgressPodInfo* a, const EgressPodInfo* b) { return olderPod(*a, *b); });
+  return out;
+}
+
+}  // namespace
+
+std::vector<HolderMove> newHolders(const EgressGatewayPolicyInfo& info,
+                                   const std::vector<std::string>& holders) {
+  const auto waiting =
+      idlePods(info, holders, [](const EgressPodInfo& p) { return !p.pod->spec.nodeName.empty(); });
+  std::vector<HolderMove> out;
+  size_t next = 0;
+  for (size_t i = 0; i < holders.size() && next < waiting.size(); ++i) {
+    if (holders[i].empty()) {
+      out.push_back({i, "", waiting[next++]->pod->metadata.name});
+    }
+  }
+  return out;
+}
+
 std::vector<HolderMove> staleHolderMoves(const EgressGatewayPolicyInfo& info,
                                          const std::vector<std::string>& holders,
                                          const std::function<bool(const std::string&)>& nodeFresh) {
-  const std::set<std::string> holding(holders.begin(), holders.end());
-  std::vector<const EgressPodInfo*> candidates;
-  for (const auto& [name, p] : info.egressPods) {
-    if (!p.terminating && (p.ready || p.containersReady) && holding.count(name) == 0 &&
-        !p.pod->spec.nodeName.empty() && nodeFresh(p.pod->spec.nodeName)) {
-      candidates.push_back(&p);
-    }
-  }
-  std::sort(candidates.begin(), candidates.end(),
-            [](const EgressPodInfo* a, const EgressPodInfo* b) {
-              return std::tie(a->pod->metadata.creationTimestamp, a->pod->metadata.name) <
-                     std::tie(b->pod->metadata.creationTimestamp, b->pod->metadata.name);
-            });
+  const auto candidates = idlePods(info, holders, [&](const EgressPodInfo& p) {
+    return (p.ready || p.containersReady) && !p.pod->spec.nodeName.empty() &&
+           nodeFresh(p.pod->spec.nodeName);
+  });
   std::vector<HolderMove> out;
   size_t next = 0;
   for (size_t i = 0; i < holders.size() && next < candidates.size(); ++i) {
-    if (holders[i].empty()) {
-      continue;
+    if (!holders[i].empty() && !nodeFresh(info.egressPods.at(holders[i]).pod->spec.nodeName)) {
+      out.push_back({i, holders[i], candidates[next++]->pod->metadata.name});
     }
-    const EgressPodInfo& holder = info.egressPods.at(holders[i]);
-    if (nodeFresh(holder.pod->spec.nodeName)) {
-      continue;
-    }
-    out.push_back({i, holders[i], candidates[next++]->pod->metadata.name});
   }
   return out;
 }

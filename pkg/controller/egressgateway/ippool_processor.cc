@@ -1,7 +1,7 @@
 #include "pkg/controller/egressgateway/ippool_processor.h"
 
 #include <algorithm>
-#include <charconv>
+#include <iterator>
 #include <tuple>
 
 #include <spdlog/spdlog.h>
@@ -12,7 +12,9 @@
 #include "pkg/controller/egressgateway/holder_moves.h"
 #include "pkg/controller/egressgateway/render.h"
 #include "pkg/controller/egressgateway/status.h"
+#include "pkg/controller/egressgateway/status_processor.h"
 #include "pkg/controller/names.h"
+#include "pkg/controller/pool_sync.h"
 
 namespace egress::controller {
 namespace {
@@ -32,9 +34,9 @@ std::string join(const std::vector<ipam::Address>& addresses) {
 constexpr size_t kMaxPolicyName = 63;
 
 // How long a pool's status (and egress_ipam_pool_addresses) waits for more allocations before it
-// is recounted: the counts lag the policies' ledgers by at most this plus one write;
-// at 1 s a cold start of 1,000 policies over 20 pools rewrote each pool every second, 1.5 PUTs
-// per policy on top of the 7 writes a policy needs (make bench, docs/performance.md).
+// is recounted: the counts lag the policies' ledgers by at most this plus one write. Shorter, a
+// cold start of many policies over a few pools rewrites each pool about once per batch, which
+// at 1 s was more writes than the policies' own.
 constexpr std::chrono::seconds kPoolStatusBatch{5};
 
 validation::FieldErrors validatePolicy(const v1alpha1::EgressGatewayPolicy& policy) {
@@ -47,17 +49,27 @@ validation::FieldErrors validatePolicy(const v1alpha1::EgressGatewayPolicy& poli
   return errs;
 }
 
-bool sameLedger(const v1alpha1::EgressGatewayPolicyStatus& status,
-                const ipam::Assignment& assignment) {
-  return status.pool == assignment.pool && statusLedger(status) == assignment.entries &&
-         status.gateways.size() == assignment.entries.size();
+// Whether the status records this ledger with these holders already.
+bool sameRecord(const v1alpha1::EgressGatewayPolicyStatus& status,
+                const v1alpha1::EgressGatewayPolicyStatus& desired) {
+  if (status.pool != desired.pool || status.gateways.size() != desired.gateways.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < status.gateways.size(); ++i) {
+    const auto& a = status.gateways[i];
+    const auto& b = desired.gateways[i];
+    if (gatewayEntry(a) != gatewayEntry(b) || a.podUID != b.podUID) {
+      return false;
+    }
+  }
+  return true;
 }
 
-// Addresses came free: the policies waiting for a free address of the pool, and those that name
-// one of them explicitly (an AddressConflict), try again.
+// Addresses came free: the policies waiting for a free address of the pool of a freed family,
+// and those that name one of them explicitly (an AddressConflict), try again.
 void wakeWaiting(Context& ctx, const std::string& pool, const std::vector<ipam::Address>& freed) {
   if (!pool.empty()) {
-    for (const auto& waiting : ctx.allocator.waitingFor(pool)) {
+    for (const auto& waiting : ctx.allocator.waitingFor(pool, freed)) {
       ctx.policies.add(ctx.allocator.ownerName(waiting));
     }
   }
@@ -68,46 +80,7 @@ void wakeWaiting(Context& ctx, const std::string& pool, const std::vector<ipam::
   }
 }
 
-// Whether resourceVersion `cached` is certainly older than `written`: both integers, and less.
-bool versionBefore(const std::string& cached, const std::string& written) {
-  uint64_t a = 0;
-  uint64_t b = 0;
-  const auto* ae = cached.data() + cached.size();
-  const auto* be = written.data() + written.size();
-  auto [ap, aerr] = std::from_chars(cached.data(), ae, a);
-  auto [bp, berr] = std::from_chars(written.data(), be, b);
-  return aerr == std::errc() && berr == std::errc() && ap == ae && bp == be && a < b;
-}
-
 }  // namespace
-
-void syncPoolFromCache(Context& ctx, const std::string& name) {
-  if (name.empty()) {
-    return;
-  }
-  auto pool = ctx.cache.pool(name);
-  const ipam::PoolSpec* known = ctx.allocator.poolSpec(name);
-  if (!pool) {
-    if (known != nullptr) {
-      ctx.allocator.removePool(name);
-    }
-    return;
-  }
-  ipam::PoolSpec spec;
-  spec.name = name;
-  spec.created = std::chrono::duration_cast<std::chrono::seconds>(
-                     pool->metadata.creationTimestamp.time_since_epoch())
-                     .count();
-  spec.cidrs = pool->spec.cidrs;
-  spec.exclude = pool->spec.exclude;
-  spec.disabled = pool->spec.disabled;
-  if (auto errs = v1alpha1::validate(*pool); !errs.empty()) {
-    spec.invalid = validation::join(errs);
-  }
-  if (known == nullptr || !(*known == spec)) {
-    ctx.allocator.setPool(spec);
-  }
-}
 
 const std::string& ownerOf(const EgressGatewayPolicyInfo& info) {
   // A policy always has a uid from the API server; the key stands in for hand-built ones.
@@ -115,10 +88,19 @@ const std::string& ownerOf(const EgressGatewayPolicyInfo& info) {
 }
 
 std::set<ipam::Address> addressesInUse(const Context& ctx, const EgressGatewayPolicyInfo& info) {
-  std::set<ipam::Address> out;
-  for (const auto& [name, p] : info.egressPods) {
-    if (auto entry = parseEntryText(p.egressIPs)) {
-      out.insert(entry->begin(), entry->end());
+  // What the published view names (the slices as cached, and as this process last wrote them
+  // if the cache is behind): an agent may hold it as long as a slice says so.
+  std::set<ipam::Address> out = info.viewInFlight;
+  for (const auto& slice : info.deployment.slices) {
+    if (!slice->spec.gateway) {
+      continue;
+    }
+    for (const auto& e : slice->spec.gateway->egressIPs) {
+      for (const auto& text : e.ips) {
+        if (auto a = ipam::parseAddress(text)) {
+          out.insert(*a);
+        }
+      }
     }
   }
   // An address a live agent still answers for is not free: another policy's holder must not
@@ -183,9 +165,9 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
   const int64_t reportedGeneration = found.observedGeneration;
   info.invalid = validatePolicy(policy);
   if (!info.invalid.empty()) {
-    if (reported != "InvalidSpec" || reportedGeneration != policy.metadata.generation) {
+    if (reported != kReasonInvalidSpec || reportedGeneration != policy.metadata.generation) {
       ctx_.recorder.event(referenceTo(kPolicyKind, policy.metadata), core::kEventTypeWarning,
-                          "InvalidSpec", validation::join(info.invalid));
+                          kReasonInvalidSpec, validation::join(info.invalid));
     }
     // What it holds stays held and in the ledger; nothing new until the spec is fixed.
     co_return ReconcileResult::done();
@@ -193,17 +175,51 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
   syncPoolFromCache(ctx_, info.poolName);
   ipam::Assignment assignment = ctx_.allocator.assign(request(info));
   info.assignment = assignment;
-  const bool ledgerChanged = !sameLedger(info.current->status, assignment);
-  if (ledgerChanged) {
+  std::vector<HolderMove> moved;
+  std::vector<HolderMove> given;
+  if (auto r = co_await chooseHolders(info, moved, given); !r.isDone()) {
+    co_return r;
+  }
+  const bool recordChanged = !sameRecord(
+      info.current->status, desiredStatus(info, meta::truncateToSeconds(ctx_.clock.wallNow())));
+  if (recordChanged) {
+    // What the ledger gains, against the status as found: not assignment.allocated, which a
+    // retry after a conflicting write no longer lists (the allocator kept what it took).
+    std::set<ipam::Address> before;
+    for (const auto& e : statusLedger(info.current->status)) {
+      before.insert(e.begin(), e.end());
+    }
+    std::vector<ipam::Address> gained;
+    for (const auto& e : assignment.entries) {
+      std::copy_if(e.begin(), e.end(), std::back_inserter(gained),
+                   [&](const ipam::Address& a) { return !before.contains(a); });
+    }
     auto written = co_await writeLedger(info);
     if (!written.isDone()) {
       co_return written;
     }
-    if (!assignment.allocated.empty()) {
+    const auto ref = referenceTo(kPolicyKind, policy.metadata);
+    if (!gained.empty()) {
       ctx_.recorder.event(
-          referenceTo(kPolicyKind, policy.metadata), core::kEventTypeNormal, "Allocated",
-          join(assignment.allocated) +
+          ref, core::kEventTypeNormal, "Allocated",
+          join(gained) +
               (assignment.pool.empty() ? "" : " allocated from IPAMPool " + assignment.pool));
+    }
+    for (const auto& m : moved) {
+      const std::string value = entryText(assignment.entries[m.entry]);
+      const std::string& fromNode = info.egressPods.at(m.from).pod->spec.nodeName;
+      const std::string& toNode = info.egressPods.at(m.to).pod->spec.nodeName;
+      ctx_.recorder.event(ref, core::kEventTypeNormal, "Moved",
+                          value + " moved from gateway pod " + m.from + " on node " + fromNode +
+                              " (its agent Lease " + std::string(kAgentLeasePrefix) + fromNode +
+                              " is stale) to gateway pod " + m.to + " on node " + toNode);
+      spdlog::info("egressgateway: policy {}: {} moved from {} ({}, agent Lease stale) to {} ({})",
+                   info.key, value, m.from, fromNode, m.to, toNode);
+    }
+    // A first holder is routine, and the status says it: no Event (one POST per gateway pod).
+    for (const auto& g : given) {
+      spdlog::info("egressgateway: policy {}: gateway pod {} holds {}", info.key, g.to,
+                   entryText(assignment.entries[g.entry]));
     }
   }
   // Once per transition (the condition the reconcile found says whether it was reported),
@@ -218,11 +234,11 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
             (assignment.pool.empty() ? " released" : " returned to IPAMPool " + assignment.pool));
     wakeWaiting(ctx_, assignment.pool, released);
   }
-  if ((ledgerChanged || !released.empty()) && !assignment.pool.empty()) {
+  if ((recordChanged || !released.empty()) && !assignment.pool.empty()) {
     // Batched: a burst of allocations in one pool rewrites its status once, not per policy.
     ctx_.pools.addAfter(assignment.pool, kPoolStatusBatch);
   }
-  co_return co_await annotatePods(info);
+  co_return ReconcileResult::done();
 }
 
 void IPPoolProcessor::reportShortfall(const EgressGatewayPolicyInfo& info,
@@ -241,60 +257,11 @@ void IPPoolProcessor::reportShortfall(const EgressGatewayPolicyInfo& info,
 }
 
 net::awaitable<ReconcileResult> IPPoolProcessor::writeLedger(EgressGatewayPolicyInfo& info) {
-  v1alpha1::EgressGatewayPolicy updated = *info.current;
-  updated.status = desiredStatus(info, meta::truncateToSeconds(ctx_.clock.wallNow()));
-  client::TypedClient<v1alpha1::EgressGatewayPolicy> policies(ctx_.client, info.ns);
-  kube::WriteOptions opts;
-  opts.fieldManager = std::string(kFieldManager);
-  auto written = co_await policies.updateStatus(std::move(updated), std::move(opts));
-  if (!written) {
-    if (written.error().isConflict()) {
-      // Our copy is stale: the next try reads the newer one. The allocator keeps what it took.
-      co_return ReconcileResult::requeue();
-    }
-    if (written.error().isNotFound()) {
-      co_return ReconcileResult::done();  // deleted meanwhile: its delete event comes next
-    }
-    co_return ReconcileResult::error("writing the ledger to status: " + written.error().message());
-  }
-  info.superseded.push_back(info.current->metadata.resourceVersion);
-  info.current = std::move(*written);
-  co_return ReconcileResult::done();
-}
-
-net::awaitable<Result<bool, std::string>> IPPoolProcessor::setEntry(const std::string& key,
-                                                                    const core::Pod& pod,
-                                                                    const std::string& value) {
-  const std::string annotation = value.empty() ? "null" : "\"" + value + "\"";
-  std::string body = R"({"metadata":{"annotations":{")" + std::string(kEgressIPsAnnotation) +
-                     "\":" + annotation + "}}}";
-  kube::Resource pods = podsResource();
-  kube::WriteOptions opts;
-  opts.fieldManager = std::string(kFieldManager);
-  std::string podNs = pod.metadata.namespace_;
-  std::string podName = pod.metadata.name;
-  auto patched = co_await ctx_.client.patch(std::move(pods), std::move(podNs), std::move(podName),
-                                            kube::PatchType::Merge, std::move(body),
-                                            std::move(opts), std::string());
-  if (!patched) {
-    if (patched.error().isNotFound()) {
-      podWrites_[key].erase(pod.metadata.uid);
-      co_return false;  // gone meanwhile
-    }
-    co_return "annotating gateway pod " + pod.metadata.name + ": " + patched.error().message();
-  }
-  std::string written;
-  if (const auto md = patched->FindMember("metadata");
-      md != patched->MemberEnd() && md->value.IsObject()) {
-    if (const auto rv = md->value.FindMember("resourceVersion");
-        rv != md->value.MemberEnd() && rv->value.IsString()) {
-      written.assign(rv->value.GetString(), rv->value.GetStringLength());
-    }
-  }
-  if (!written.empty()) {
-    podWrites_[key][pod.metadata.uid] = PodWrite{std::move(written), value};
-  }
-  co_return true;
+  // A conflict requeues: the next try reads the newer policy, and the allocator keeps what it
+  // took meanwhile.
+  return writePolicyStatus(ctx_.client, info,
+                           desiredStatus(info, meta::truncateToSeconds(ctx_.clock.wallNow())),
+                           "writing the ledger to status");
 }
 
 net::awaitable<Result<bool, std::string>> IPPoolProcessor::renewedSinceSeen(
@@ -324,137 +291,39 @@ net::awaitable<Result<bool, std::string>> IPPoolProcessor::renewedSinceSeen(
   co_return ctx_.agents.live(node, ctx_.clock.now());
 }
 
-net::awaitable<ReconcileResult> IPPoolProcessor::moveStaleHolders(
-    const EgressGatewayPolicyInfo& info, std::vector<std::string>& holders,
-    std::set<std::string>& written) {
-  const auto& ledger = info.assignment->entries;
-  const auto now = ctx_.clock.now();
-  auto fresh = [&](const std::string& node) { return ctx_.agents.live(node, now); };
-  for (const auto& move : staleHolderMoves(info, holders, fresh)) {
-    const std::string value = entryText(ledger[move.entry]);
-    const std::string& fromNode = info.egressPods.at(move.from).pod->spec.nodeName;
-    const std::string& toNode = info.egressPods.at(move.to).pod->spec.nodeName;
-    // Stale as this process saw it: its Lease watch may lag (a stall, a relist). Ask the API
-    // server before taking the address away from a node whose agent may still hold it.
-    auto renewed = co_await renewedSinceSeen(fromNode);
-    if (!renewed) {
-      co_return ReconcileResult::error(renewed.error());
-    }
-    if (*renewed) {
-      spdlog::info("egressgateway: policy {}: not moving {} off {}: its agent renewed its Lease",
-                   info.key, value, fromNode);
-      continue;
-    }
-    // The new holder first: until the old one loses it, both carry the entry and the agents
-    // pick the one on the node with a fresh Lease, so there is no moment without a holder.
-    auto taken = co_await setEntry(info.key, *info.egressPods.at(move.to).pod, value);
-    if (!taken) {
-      co_return ReconcileResult::error(taken.error());
-    }
-    if (!*taken) {
-      continue;
-    }
-    const std::string none;
-    auto released = co_await setEntry(info.key, *info.egressPods.at(move.from).pod, none);
-    if (!released) {
-      co_return ReconcileResult::error(released.error());
-    }
-    holders[move.entry] = move.to;
-    written.insert(move.from);
-    written.insert(move.to);
-    ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeNormal,
-                        "Moved",
-                        value + " moved from gateway pod " + move.from + " on node " + fromNode +
-                            " (its agent Lease " + std::string(kAgentLeasePrefix) + fromNode +
-                            " is stale) to gateway pod " + move.to + " on node " + toNode);
-    spdlog::info("egressgateway: policy {}: {} moved from {} ({}, agent Lease stale) to {} ({})",
-                 info.key, value, move.from, fromNode, move.to, toNode);
-  }
-  co_return ReconcileResult::done();
-}
-
-net::awaitable<ReconcileResult> IPPoolProcessor::annotatePods(EgressGatewayPolicyInfo& info) {
+net::awaitable<ReconcileResult> IPPoolProcessor::chooseHolders(EgressGatewayPolicyInfo& info,
+                                                               std::vector<HolderMove>& moved,
+                                                               std::vector<HolderMove>& given) {
   const auto& ledger = info.assignment->entries;
   auto holders = entryHolders(info, ledger);
-  // Pods already written by this reconcile (a move), left alone below.
-  std::set<std::string> written;
   if (agentEnabled(info.config.get())) {
-    auto moved = co_await moveStaleHolders(info, holders, written);
-    if (!moved.isDone()) {
-      co_return moved;
+    const auto now = ctx_.clock.now();
+    auto fresh = [&](const std::string& node) { return ctx_.agents.live(node, now); };
+    for (const auto& move : staleHolderMoves(info, holders, fresh)) {
+      // Stale as this process saw it: its Lease watch may lag (a stall, a relist). Ask the API
+      // server before taking the address away from a node whose agent may still hold it.
+      const std::string& fromNode = info.egressPods.at(move.from).pod->spec.nodeName;
+      auto renewed = co_await renewedSinceSeen(fromNode);
+      if (!renewed) {
+        co_return ReconcileResult::error(renewed.error());
+      }
+      if (*renewed) {
+        spdlog::info("egressgateway: policy {}: not moving {} off {}: its agent renewed its Lease",
+                     info.key, entryText(ledger[move.entry]), fromNode);
+        continue;
+      }
+      // One status write names the new holder instead of the old: the view follows, and names
+      // the new one only once the old node's agent has let go (viewHolders).
+      holders[move.entry] = move.to;
+      moved.push_back(move);
     }
   }
-  std::vector<std::string> free;
-  std::set<std::string> holding;
-  for (size_t i = 0; i < ledger.size(); ++i) {
-    if (holders[i].empty()) {
-      free.push_back(entryText(ledger[i]));
-    } else {
-      holding.insert(holders[i]);
-    }
+  for (const auto& g : newHolders(info, holders)) {
+    holders[g.entry] = g.to;
+    given.push_back(g);
   }
-  // Pods that need an entry, oldest first: those without one, and those whose entry is not (or
-  // no longer) theirs. Terminating pods keep what they have until they are gone.
-  std::vector<EgressPodInfo*> waiting;
-  for (auto& [name, p] : info.egressPods) {
-    if (!p.terminating && holding.count(name) == 0 && written.count(name) == 0) {
-      waiting.push_back(&p);
-    }
-  }
-  std::sort(waiting.begin(), waiting.end(), [](const EgressPodInfo* a, const EgressPodInfo* b) {
-    return std::tie(a->pod->metadata.creationTimestamp, a->pod->metadata.name) <
-           std::tie(b->pod->metadata.creationTimestamp, b->pod->metadata.name);
-  });
-  size_t nextFree = 0;
-  for (EgressPodInfo* p : waiting) {
-    std::string value;
-    if (nextFree < free.size()) {
-      value = free[nextFree++];
-    } else if (p->egressIPs.empty()) {
-      continue;  // nothing to give, nothing to take away
-    }
-    const std::string& podName = p->pod->metadata.name;
-    auto patched = co_await setEntry(info.key, *p->pod, value);
-    if (!patched) {
-      co_return ReconcileResult::error(patched.error());
-    }
-    if (!*patched) {
-      continue;  // gone meanwhile: it holds nothing
-    }
-    if (!value.empty()) {
-      ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeNormal,
-                          "Assigned", "gateway pod " + podName + " holds " + value);
-    }
-    // The rest of this reconcile sees what the pod now carries, not the cached copy the watch
-    // has yet to replace: otherwise a pod that is already Ready (its Deployment Available) is
-    // reported as holding nothing, one status write (Ready=False GatewaysNotReady) before Ready.
-    p->egressIPs = value;
-  }
+  info.holders = std::move(holders);
   co_return ReconcileResult::done();
-}
-
-void IPPoolProcessor::useOwnPodWrites(EgressGatewayPolicyInfo& info) {
-  auto it = podWrites_.find(info.key);
-  if (it == podWrites_.end()) {
-    return;
-  }
-  auto& writes = it->second;
-  std::map<std::string, EgressPodInfo*> byUid;
-  for (auto& [name, p] : info.egressPods) {
-    byUid.emplace(p.pod->metadata.uid, &p);
-  }
-  std::erase_if(writes, [&](const auto& kv) {
-    auto pod = byUid.find(kv.first);
-    if (pod == byUid.end() ||
-        !versionBefore(pod->second->pod->metadata.resourceVersion, kv.second.written)) {
-      return true;  // gone, or the cache shows our write (or a later one, or cannot tell)
-    }
-    pod->second->egressIPs = kv.second.value;
-    return false;
-  });
-  if (writes.empty()) {
-    podWrites_.erase(it);
-  }
 }
 
 bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
@@ -467,24 +336,6 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
   if (former.empty()) {
     return false;  // the usual case, every reconcile: nothing to look at
   }
-  // What any pod labelled as the name's gateway carries, proven or not, terminating or not (an
-  // old gateway adopted by the successor, or one whose owners the garbage collector removed,
-  // may still send from it); and the slices still published under a former uid.
-  std::set<ipam::Address> carried;
-  auto carry = [&](const std::string& annotation) {
-    if (auto entry = parseEntryText(annotation)) {
-      carried.insert(entry->begin(), entry->end());
-    }
-  };
-  for (const auto& [name, p] : info.egressPods) {
-    carry(p.egressIPs);
-  }
-  for (const auto& pod : info.unprovenGatewayPods) {
-    if (auto it = pod->metadata.annotations.find(std::string(kEgressIPsAnnotation));
-        it != pod->metadata.annotations.end()) {
-      carry(it->second);
-    }
-  }
   const auto claims = ctx_.agents.claims(ctx_.clock.now());
   bool freed = false;
   for (const auto& owner : former) {
@@ -493,11 +344,9 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
       continue;  // its view is still published: the slices' rewrite or deletion brings us back
     }
     const auto held = ctx_.allocator.heldBy(owner);
-    if (std::any_of(held.begin(), held.end(),
-                    [&](const auto& a) { return carried.contains(a) || claims.contains(a); })) {
-      // A pod still carries it, or a live agent still answers for it: the pod's deletion or
-      // change, or the agent's report changing (the agentlease controller queues the address's
-      // holder), brings us back.
+    if (std::any_of(held.begin(), held.end(), [&](const auto& a) { return claims.contains(a); })) {
+      // A live agent still answers for it: the agent's report changing (the agentlease
+      // controller queues the address's holder) brings us back.
       continue;
     }
     const auto pool = ctx_.allocator.committedPool(owner);
@@ -512,7 +361,7 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
       ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeNormal,
                           "Released",
                           join(released) + " of the previous policy named " + info.key + " (uid " +
-                              owner + ") released: its gateway pods are gone");
+                              owner + ") released: no data-plane view names them any more");
     }
     if (pool && !pool->empty()) {
       ctx_.pools.addAfter(*pool, kPoolStatusBatch);

@@ -14,8 +14,6 @@ namespace {
 
 using meta::JsonWriter;
 
-// Where the gateway container finds its egress IPs (the downward-API volume).
-constexpr const char* kPodInfoPath = "/etc/egress-gateway";
 // The gateway container's user and group (the image's nonroot user, as the operator's own).
 constexpr int64_t kGatewayUser = 65532;
 
@@ -197,34 +195,6 @@ std::string deploymentBody(const v1alpha1::EgressGatewayPolicy& policy, const Ga
   w.EndArray();
   w.EndObject();
   w.EndObject();
-  meta::writeKey(w, "volumeMounts");
-  w.StartArray();
-  w.StartObject();
-  meta::writeField(w, "name", "podinfo");
-  meta::writeField(w, "mountPath", kPodInfoPath);
-  meta::writeField(w, "readOnly", true);
-  w.EndObject();
-  w.EndArray();
-  w.EndObject();
-  w.EndArray();
-  meta::writeKey(w, "volumes");
-  w.StartArray();
-  w.StartObject();
-  meta::writeField(w, "name", "podinfo");
-  meta::writeKey(w, "downwardAPI");
-  w.StartObject();
-  meta::writeKey(w, "items");
-  w.StartArray();
-  w.StartObject();
-  meta::writeField(w, "path", "egress-ips");
-  meta::writeKey(w, "fieldRef");
-  w.StartObject();
-  meta::writeField(w, "fieldPath",
-                   "metadata.annotations['" + std::string(kEgressIPsAnnotation) + "']");
-  w.EndObject();
-  w.EndObject();
-  w.EndArray();
-  w.EndObject();
   w.EndObject();
   w.EndArray();
   w.EndObject();  // template.spec
@@ -296,25 +266,6 @@ std::string entryText(const ipam::Entry& entry) {
     out += (out.empty() ? "" : ",") + a.toString();
   }
   return out;
-}
-
-std::optional<ipam::Entry> parseEntryText(const std::string& text) {
-  ipam::Entry entry;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) {
-      comma = text.size();
-    }
-    auto a = ipam::parseAddress(std::string_view(text).substr(start, comma - start));
-    if (!a) {
-      return std::nullopt;
-    }
-    entry.push_back(*a);
-    start = comma + 1;
-  }
-  std::sort(entry.begin(), entry.end());
-  return entry;
 }
 
 Rendered renderDeployment(const v1alpha1::EgressGatewayPolicy& policy, const GatewayShape& shape,

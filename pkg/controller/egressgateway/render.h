@@ -8,11 +8,10 @@
 //                             ledger holds exactly one entry per replica, so a rollout must free
 //                             one before it starts another); spread over nodes; the policy's
 //                             nodeSelector, tolerations, resources and priorityClassName; the
-//                             pod reads its own egress IPs from its annotation through a
-//                             downward-API volume (/etc/egress-gateway/egress-ips); non-root,
-//                             no capabilities, RuntimeDefault seccomp (restricted Pod
-//                             Security). With the agent: the readiness gate
-//                             kIPProgrammedCondition and 10 s NoExecute tolerations of
+//                             pod only holds a place on a node (egw-agent carries its egress
+//                             IPs, from the view); non-root, no capabilities, RuntimeDefault
+//                             seccomp (restricted Pod Security). With the agent: the readiness
+//                             gate kIPProgrammedCondition and 10 s NoExecute tolerations of
 //                             not-ready and unreachable nodes.
 //   PodDisruptionBudget       maxUnavailable 1, when the gateway has more than one replica.
 // (What the data plane programs is not here but in the cluster-scoped EgressPolicySlices, which
@@ -58,10 +57,8 @@ GatewayShape gatewayShape(const v1alpha1::EgressGatewayPolicy& policy,
 // The families every ledger entry holds, from spec.egressIP.ipFamily.
 std::vector<ipam::Family> policyFamilies(const v1alpha1::EgressGatewayPolicy& policy);
 
-// "203.0.113.5" or "203.0.113.5,2001:db8::5": how an entry is written in the pod annotation.
+// "203.0.113.5" or "203.0.113.5,2001:db8::5": how an entry is named in Events and logs.
 std::string entryText(const ipam::Entry& entry);
-// The entry an annotation names; nullopt if it does not parse.
-std::optional<ipam::Entry> parseEntryText(const std::string& text);
 
 // An apply body and its digest.
 struct Rendered {

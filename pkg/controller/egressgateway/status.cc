@@ -1,6 +1,8 @@
 #include "pkg/controller/egressgateway/status.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <tuple>
 
 #include "pkg/apis/apps/deployment.h"
@@ -24,17 +26,21 @@ std::string firstProblems(const validation::FieldErrors& errs) {
 
 }  // namespace
 
+ipam::Entry gatewayEntry(const v1alpha1::GatewayStatus& gateway) {
+  ipam::Entry e;
+  for (const auto& text : gateway.egressIPs) {
+    if (auto a = ipam::parseAddress(text)) {
+      e.push_back(*a);
+    }
+  }
+  std::sort(e.begin(), e.end());
+  return e;
+}
+
 std::vector<ipam::Entry> statusLedger(const v1alpha1::EgressGatewayPolicyStatus& status) {
   std::vector<ipam::Entry> out;
   for (const auto& g : status.gateways) {
-    ipam::Entry e;
-    for (const auto& text : g.egressIPs) {
-      if (auto a = ipam::parseAddress(text)) {
-        e.push_back(*a);
-      }
-    }
-    if (!e.empty()) {
-      std::sort(e.begin(), e.end());
+    if (auto e = gatewayEntry(g); !e.empty()) {
       out.push_back(std::move(e));
     }
   }
@@ -44,26 +50,21 @@ std::vector<ipam::Entry> statusLedger(const v1alpha1::EgressGatewayPolicyStatus&
 std::vector<std::string> entryHolders(const EgressGatewayPolicyInfo& info,
                                       const std::vector<ipam::Entry>& ledger) {
   std::vector<std::string> holders(ledger.size());
-  std::vector<const EgressPodInfo*> pods;
-  for (const auto& [name, p] : info.egressPods) {
-    pods.push_back(&p);
+  const v1alpha1::EgressGatewayPolicy* policy = info.current ? &*info.current : info.policy.get();
+  if (policy == nullptr) {
+    return holders;
   }
-  // Oldest first: when two pods claim one entry, the one that has held it longer keeps it.
-  std::sort(pods.begin(), pods.end(), [](const EgressPodInfo* a, const EgressPodInfo* b) {
-    return std::tie(a->pod->metadata.creationTimestamp, a->pod->metadata.name) <
-           std::tie(b->pod->metadata.creationTimestamp, b->pod->metadata.name);
-  });
-  for (const EgressPodInfo* p : pods) {
-    if (p->egressIPs.empty()) {
-      continue;
-    }
-    auto entry = parseEntryText(p->egressIPs);
-    if (!entry) {
-      continue;
-    }
-    for (size_t i = 0; i < ledger.size(); ++i) {
-      if (holders[i].empty() && ledger[i] == *entry) {
-        holders[i] = p->pod->metadata.name;
+  std::map<std::string, std::string> byUid;
+  for (const auto& [name, p] : info.egressPods) {
+    byUid.emplace(p.pod->metadata.uid, name);
+  }
+  std::set<std::string> named;
+  for (size_t i = 0; i < ledger.size(); ++i) {
+    for (const auto& g : policy->status.gateways) {
+      auto pod = byUid.find(g.podUID);
+      if (pod != byUid.end() && !named.contains(g.podUID) && gatewayEntry(g) == ledger[i]) {
+        holders[i] = pod->second;
+        named.insert(g.podUID);
         break;
       }
     }
@@ -84,7 +85,7 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
   } else {
     ledger = statusLedger(policy.status);
   }
-  const auto holders = entryHolders(info, ledger);
+  const auto holders = info.holders ? *info.holders : entryHolders(info, ledger);
   s.egressIPs.clear();
   s.gateways.clear();
   int readyHolders = 0;
@@ -97,6 +98,7 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
     if (!holders[i].empty()) {
       const EgressPodInfo& p = info.egressPods.at(holders[i]);
       g.pod = holders[i];
+      g.podUID = p.pod->metadata.uid;
       g.node = p.pod->spec.nodeName;
       g.ready = p.ready && !p.terminating;
       readyHolders += g.ready ? 1 : 0;
@@ -112,7 +114,7 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
 
   meta::Condition allocated;
   if (!info.invalid.empty()) {
-    allocated = makeCondition(kConditionIPAllocated, false, "InvalidSpec",
+    allocated = makeCondition(kConditionIPAllocated, false, kReasonInvalidSpec,
                               firstProblems(info.invalid), generation);
   } else if (info.assignment && info.assignment->shortfall != ipam::Shortfall::kNone) {
     allocated = makeCondition(kConditionIPAllocated, false,
@@ -121,7 +123,7 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
                                   std::to_string(wanted) + " gateways have addresses)",
                               generation);
   } else {
-    allocated = makeCondition(kConditionIPAllocated, true, "Allocated",
+    allocated = makeCondition(kConditionIPAllocated, true, kReasonAllocated,
                               std::to_string(entries) + " of " + std::to_string(wanted) +
                                   " gateways have egress IPs" +
                                   (s.pool.empty() ? "" : " from IPAMPool " + s.pool),
@@ -147,43 +149,45 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
   const apps::DeploymentCondition* replicaFailure =
       d != nullptr ? apps::findDeploymentCondition(*d, "ReplicaFailure") : nullptr;
   if (!info.invalid.empty()) {
-    available = makeCondition(kConditionGatewayAvailable, false, "InvalidSpec",
+    available = makeCondition(kConditionGatewayAvailable, false, kReasonInvalidSpec,
                               "the gateway is left as it is until the spec is valid", generation);
   } else if (info.config == nullptr || info.config->spec.gatewayImage.empty()) {
     available =
-        makeCondition(kConditionGatewayAvailable, false, "NoOperatorConfig",
+        makeCondition(kConditionGatewayAvailable, false, kReasonNoOperatorConfig,
                       "OperatorConfig default (with spec.gatewayImage) does not exist", generation);
   } else if (entries == 0) {
-    available = makeCondition(kConditionGatewayAvailable, false, "NoAddresses",
+    available = makeCondition(kConditionGatewayAvailable, false, kReasonNoAddresses,
                               "no gateway runs without an egress IP", generation);
   } else if (!info.applyFailure.empty()) {
-    available = makeCondition(kConditionGatewayAvailable, false, std::string(kReasonApplyFailed),
+    available = makeCondition(kConditionGatewayAvailable, false, kReasonApplyFailed,
                               count + ": " + info.applyFailure, generation);
   } else if (d == nullptr && info.policyNamespace && info.policyNamespace->phase == "Terminating") {
-    available = makeCondition(kConditionGatewayAvailable, false, "Pending",
+    available = makeCondition(kConditionGatewayAvailable, false, kReasonPending,
                               "Deployment " + gatewayName(info.name) + " is not made: namespace " +
                                   info.ns + " is being deleted",
                               generation);
   } else if (updated && d->spec.replicas.value_or(1) == entries && availablePods >= entries) {
-    available = makeCondition(kConditionGatewayAvailable, true, "Available", count, generation);
+    available =
+        makeCondition(kConditionGatewayAvailable, true, kReasonAvailable, count, generation);
   } else if (rollout.stage == apps::RolloutStage::kDeadlineExceeded) {
-    available = makeCondition(kConditionGatewayAvailable, false, "ProgressDeadlineExceeded",
+    available = makeCondition(kConditionGatewayAvailable, false, kReasonProgressDeadlineExceeded,
                               count + ": " + rollout.message, generation);
   } else if (replicaFailure != nullptr && replicaFailure->status == meta::kConditionTrue) {
     // Pods that cannot be made (quota, admission): nothing changes until the user acts, and
     // the progress deadline would only say so minutes later, and not why.
-    available = makeCondition(kConditionGatewayAvailable, false, "ReplicaFailure",
+    available = makeCondition(kConditionGatewayAvailable, false, kReasonReplicaFailure,
                               count + ": " + replicaFailure->message, generation);
   } else if (rollout.stage == apps::RolloutStage::kOldReplicasPending) {
     // With maxSurge 0 the old pods are scaled down before the new ones come: old ones left
     // after every new one came are not a step of a normal rollout.
-    available = makeCondition(kConditionGatewayAvailable, false, "Progressing",
+    available = makeCondition(kConditionGatewayAvailable, false, kReasonProgressing,
                               count + ": " + rollout.message, generation);
   } else {
     // Also before the Deployment is in the cache: the DeploymentProcessor applies it in the
     // reconcile that writes the ledger (an apply that fails says so above), so its appearance
     // with no pod available is no change.
-    available = makeCondition(kConditionGatewayAvailable, false, "Progressing", count, generation);
+    available =
+        makeCondition(kConditionGatewayAvailable, false, kReasonProgressing, count, generation);
   }
 
   meta::Condition ready;
@@ -192,12 +196,12 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
   } else if (available.status != meta::kConditionTrue) {
     ready = makeCondition(kConditionReady, false, available.reason, available.message, generation);
   } else if (readyHolders < entries) {
-    ready = makeCondition(kConditionReady, false, "GatewaysNotReady",
+    ready = makeCondition(kConditionReady, false, kReasonGatewaysNotReady,
                           std::to_string(readyHolders) + " of " + std::to_string(entries) +
                               " egress IPs are held by a Ready gateway pod",
                           generation);
   } else {
-    ready = makeCondition(kConditionReady, true, "Ready",
+    ready = makeCondition(kConditionReady, true, kReasonReady,
                           "every egress IP is held by a Ready gateway pod", generation);
   }
   meta::setCondition(s.conditions, allocated, now);

@@ -4,8 +4,9 @@
 // which writes the ledger, and the StatusProcessor, which writes the rest, agree to the byte and
 // an unchanged status is never written):
 //   pool, egressIPs, gateways[]   the ledger (the assignment, or the written one when the spec
-//                                 is invalid), each entry with the pod that holds it, its node
-//                                 and readiness
+//                                 is invalid), each entry with the pod that holds it (the
+//                                 IPPoolProcessor's choice, else entryHolders()), by name and
+//                                 uid, its node and readiness
 //   selectedPods, observedGeneration
 //   IPAllocated                   every replica has its addresses, or why not (the reason of the
 //                                 allocator's shortfall, or InvalidSpec)
@@ -27,9 +28,13 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
 
 // The ledger a status holds, parsed (entries that do not parse are left out).
 std::vector<ipam::Entry> statusLedger(const v1alpha1::EgressGatewayPolicyStatus& status);
+// One entry of it, parsed and sorted (empty if none of its addresses parse).
+ipam::Entry gatewayEntry(const v1alpha1::GatewayStatus& gateway);
 
-// The gateway pod holding each ledger entry ("" if none): pods whose annotation names the
-// entry, the older pod first when two claim one.
+// The gateway pod holding each ledger entry ("" if none), as the policy's status (the one this
+// reconcile wrote, else the cached one) names it: by pod uid, a pod that is still one of the
+// policy's proven gateway pods, one entry per pod. The status is the holder record: only the
+// operator writes it (a pod's labels and annotations are anyone's in the namespace).
 std::vector<std::string> entryHolders(const EgressGatewayPolicyInfo& info,
                                       const std::vector<ipam::Entry>& ledger);
 

@@ -1,14 +1,32 @@
 #include "pkg/controller/egressgateway/status_processor.h"
 
-#include "pkg/client/networking/v1alpha1/zz_generated.clientset.h"
 #include "pkg/controller/conditions.h"
 #include "pkg/controller/egressgateway/render.h"
 #include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/names.h"
+#include "pkg/controller/status_write.h"
 
 namespace egress::controller {
 
 using controllerruntime::ReconcileResult;
+
+net::awaitable<ReconcileResult> writePolicyStatus(kube::RestClient& client,
+                                                  EgressGatewayPolicyInfo& info,
+                                                  v1alpha1::EgressGatewayPolicyStatus status,
+                                                  std::string what, bool* written) {
+  v1alpha1::EgressGatewayPolicy updated = *info.current;
+  updated.status = std::move(status);
+  std::optional<v1alpha1::EgressGatewayPolicy> result;
+  auto r = co_await writeStatus(client, std::move(updated), std::move(what), &result);
+  if (result) {
+    info.superseded.push_back(info.current->metadata.resourceVersion);
+    info.current = std::move(*result);
+  }
+  if (written != nullptr) {
+    *written = result.has_value();
+  }
+  co_return r;
+}
 
 const std::string& StatusProcessor::name() const {
   static const std::string kName = "StatusProcessor";
@@ -25,23 +43,12 @@ net::awaitable<ReconcileResult> StatusProcessor::process(EgressGatewayPolicyInfo
   if (status == current.status) {
     co_return ReconcileResult::done();
   }
-  v1alpha1::EgressGatewayPolicy updated = current;
-  updated.status = std::move(status);
-  client::TypedClient<v1alpha1::EgressGatewayPolicy> policies(ctx_.client, info.ns);
-  kube::WriteOptions opts;
-  opts.fieldManager = std::string(kFieldManager);
-  auto written = co_await policies.updateStatus(std::move(updated), std::move(opts));
+  bool written = false;
+  auto r =
+      co_await writePolicyStatus(ctx_.client, info, std::move(status), "writing status", &written);
   if (!written) {
-    if (written.error().isConflict()) {
-      co_return ReconcileResult::requeue();
-    }
-    if (written.error().isNotFound()) {
-      co_return ReconcileResult::done();
-    }
-    co_return ReconcileResult::error("writing status: " + written.error().message());
+    co_return r;
   }
-  info.superseded.push_back(info.current->metadata.resourceVersion);
-  info.current = std::move(*written);
   summaryChanged(ctx_);
   co_return ReconcileResult::done();
 }

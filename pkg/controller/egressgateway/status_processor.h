@@ -8,8 +8,9 @@
 
 #include <string>
 
+#include "pkg/controller/apis/egressgateway_policy.h"
 #include "pkg/controller/context.h"
-#include "pkg/controller/egressgateway/policy_processor.h"
+#include "pkg/controllerruntime/processor.h"
 
 namespace egress::controller {
 
@@ -24,5 +25,12 @@ class StatusProcessor : public PolicyProcessor {
  private:
   Context& ctx_;
 };
+
+// Writes `status` to the policy (status_write.h) and, once written, makes info.current the
+// written object, recording the version it replaced in info.superseded (the controller reads
+// its own write until the watch shows it). `written`, if not null, says whether it was.
+net::awaitable<controllerruntime::ReconcileResult> writePolicyStatus(
+    kube::RestClient& client, EgressGatewayPolicyInfo& info,
+    v1alpha1::EgressGatewayPolicyStatus status, std::string what, bool* written = nullptr);
 
 }  // namespace egress::controller

@@ -1,9 +1,10 @@
 #include "pkg/controller/ipampool/controller.h"
 
-#include "pkg/client/networking/v1alpha1/zz_generated.clientset.h"
 #include "pkg/controller/conditions.h"
-#include "pkg/controller/egressgateway/ippool_processor.h"
 #include "pkg/controller/names.h"
+#include "pkg/controller/pool_sync.h"
+#include "pkg/controller/status_write.h"
+#include "pkg/controller/update_filters.h"
 #include "pkg/controllerruntime/event_handlers.h"
 
 namespace egress::controller {
@@ -39,40 +40,40 @@ v1alpha1::IPAMPoolStatus desiredPoolStatus(const v1alpha1::IPAMPool& pool,
 
   meta::Condition ready;
   if (state.invalid) {
-    ready = makeCondition(kConditionReady, false, "InvalidSpec", *state.invalid, generation);
+    ready = makeCondition(kConditionReady, false, kReasonInvalidSpec, *state.invalid, generation);
   } else if (!state.overlaps.empty()) {
-    ready = makeCondition(kConditionReady, false, "Overlapping",
+    ready = makeCondition(kConditionReady, false, kReasonOverlapping,
                           "overlaps IPAMPool " + state.overlaps + ", which is older", generation);
   } else if (outside > 0) {
     ready =
-        makeCondition(kConditionReady, false, "AllocatedOutsidePool",
+        makeCondition(kConditionReady, false, kReasonAllocatedOutsidePool,
                       std::to_string(outside) +
                           " addresses in use lie outside the pool's CIDRs or inside an exclusion; "
                           "they stay allocated until their policies release them",
                       generation);
   } else if (pool.spec.disabled) {
     ready =
-        makeCondition(kConditionReady, true, "Disabled",
+        makeCondition(kConditionReady, true, kReasonDisabled,
                       "disabled: existing allocations are kept, no new ones are made", generation);
   } else {
-    ready = makeCondition(kConditionReady, true, "Ready", "allocating", generation);
+    ready = makeCondition(kConditionReady, true, kReasonReady, "allocating", generation);
   }
   const bool v4Empty = state.hasIPv4 && state.ipv4.free == 0;
   const bool v6Empty = state.hasIPv6 && state.ipv6.free == 0;
   meta::Condition exhausted =
       v4Empty || v6Empty
-          ? makeCondition(kConditionExhausted, true, "NoFreeAddresses",
+          ? makeCondition(kConditionExhausted, true, kReasonNoFreeAddresses,
                           std::string("no free ") +
                               (v4Empty && v6Empty ? "IPv4 or IPv6" : (v4Empty ? "IPv4" : "IPv6")) +
                               " address left",
                           generation)
-          : makeCondition(kConditionExhausted, false, "FreeAddressesAvailable",
+          : makeCondition(kConditionExhausted, false, kReasonFreeAddressesAvailable,
                           "free addresses left", generation);
   meta::Condition overlapping =
       state.overlaps.empty()
-          ? makeCondition(kConditionOverlapping, false, "NoOverlap",
+          ? makeCondition(kConditionOverlapping, false, kReasonNoOverlap,
                           "no older pool overlaps this one", generation)
-          : makeCondition(kConditionOverlapping, true, "OverlapsOlderPool",
+          : makeCondition(kConditionOverlapping, true, kReasonOverlapsOlderPool,
                           "overlaps IPAMPool " + state.overlaps +
                               ", which is older: this pool makes no new allocations while it does",
                           generation);
@@ -86,10 +87,26 @@ IPAMPoolController::IPAMPoolController(Options options, Context& ctx)
     : Controller(std::move(options)), ctx_(ctx) {}
 
 Result<Ok, std::string> IPAMPoolController::addEventHandlers() {
-  auto reg = ctx_.cache.pools().addEventHandler(
+  Cache* cache = &ctx_.cache;
+  auto own = cache->pools().addEventHandler(
       controllerruntime::enqueueForObject<v1alpha1::IPAMPool>(enqueuer()));
-  if (!reg) {
-    return reg.error().message();
+  if (!own) {
+    return own.error().message();
+  }
+  // Overlaps are pairwise: a pool's change may change another's Overlapping condition, so every
+  // pool is looked at again when what the conditions depend on changed.
+  auto all = cache->pools().addEventHandler(controllerruntime::enqueueMapped<v1alpha1::IPAMPool>(
+      enqueuer(),
+      [cache](const v1alpha1::IPAMPool&) {
+        std::vector<std::string> names;
+        for (const auto& p : cache->allPools()) {
+          names.push_back(p->metadata.name);
+        }
+        return names;
+      },
+      poolUpdateMattersToPolicies));
+  if (!all) {
+    return all.error().message();
   }
   return Ok{};
 }
@@ -111,7 +128,7 @@ net::awaitable<ReconcileResult> IPAMPoolController::reconcile(const std::string&
   const auto ref = referenceTo(kPoolKind, pool->metadata);
   const std::string wasReady = conditionReason(pool->status.conditions, kConditionReady);
   const std::string nowReady = conditionReason(status.conditions, kConditionReady);
-  if (nowReady != "Ready" && nowReady != "Disabled" && wasReady != nowReady) {
+  if (nowReady != kReasonReady && nowReady != kReasonDisabled && wasReady != nowReady) {
     ctx_.recorder.event(ref, core::kEventTypeWarning, nowReady,
                         meta::findCondition(status.conditions, kConditionReady)->message);
   }
@@ -122,18 +139,10 @@ net::awaitable<ReconcileResult> IPAMPoolController::reconcile(const std::string&
   }
   v1alpha1::IPAMPool updated = *pool;
   updated.status = std::move(status);
-  client::TypedClient<v1alpha1::IPAMPool> pools(ctx_.client, "");
-  kube::WriteOptions opts;
-  opts.fieldManager = std::string(kFieldManager);
-  auto written = co_await pools.updateStatus(std::move(updated), std::move(opts));
+  std::optional<v1alpha1::IPAMPool> written;
+  auto r = co_await writeStatus(ctx_.client, std::move(updated), "writing status", &written);
   if (!written) {
-    if (written.error().isConflict()) {
-      co_return ReconcileResult::requeue();
-    }
-    if (written.error().isNotFound()) {
-      co_return ReconcileResult::done();
-    }
-    co_return ReconcileResult::error("writing status: " + written.error().message());
+    co_return r;
   }
   summaryChanged(ctx_);
   co_return ReconcileResult::done();

@@ -10,8 +10,10 @@
 //   Exhausted    True when a family it has has no free address left
 //   Overlapping  True while an older pool's CIDRs overlap this one's: it makes no new
 //                allocations (the older pool, by creation time then name, wins)
-// Its keys come from pools (any pool change re-checks every pool, since overlaps are pairwise)
-// and from the egressgateway controller whenever a policy's ledger in the pool changes.
+// What it watches: IPAMPools (the pool itself; and every pool when one's spec, labels or
+// conditions change, since overlaps are pairwise). Its keys also come, through the Context's
+// queue, from the egressgateway controller whenever a policy's ledger in the pool changes
+// (batched).
 #pragma once
 
 #include <string>

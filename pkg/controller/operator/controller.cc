@@ -1,9 +1,9 @@
 #include "pkg/controller/operator/controller.h"
 
 #include "pkg/apis/networking/v1alpha1/validation.h"
-#include "pkg/client/networking/v1alpha1/zz_generated.clientset.h"
 #include "pkg/controller/conditions.h"
 #include "pkg/controller/names.h"
+#include "pkg/controller/status_write.h"
 #include "pkg/controllerruntime/event_handlers.h"
 
 namespace egress::controller {
@@ -36,7 +36,7 @@ net::awaitable<ReconcileResult> OperatorController::reconcile(const std::string&
   status.observedGeneration = generation;
   meta::Condition ready;
   if (key != kOperatorConfigName) {
-    ready = makeCondition(kConditionReady, false, "NotDefault",
+    ready = makeCondition(kConditionReady, false, kReasonNotDefault,
                           "only the OperatorConfig named default is read; this one is ignored",
                           generation);
   } else {
@@ -46,7 +46,8 @@ net::awaitable<ReconcileResult> OperatorController::reconcile(const std::string&
     for (const auto& p : policies) {
       if (conditionIsTrue(p->status.conditions, kConditionReady)) {
         ++readyCount;
-      } else if (conditionReason(p->status.conditions, kConditionIPAllocated) == "InvalidSpec") {
+      } else if (conditionReason(p->status.conditions, kConditionIPAllocated) ==
+                 kReasonInvalidSpec) {
         ++invalid;
       }
     }
@@ -57,16 +58,16 @@ net::awaitable<ReconcileResult> OperatorController::reconcile(const std::string&
     status.pools = static_cast<int32_t>(ctx_.cache.allPools().size());
     const auto errs = v1alpha1::validate(*config);
     if (!errs.empty()) {
-      ready =
-          makeCondition(kConditionReady, false, "InvalidSpec", validation::join(errs), generation);
+      ready = makeCondition(kConditionReady, false, kReasonInvalidSpec, validation::join(errs),
+                            generation);
     } else if (!config->spec.defaultPool.empty() && !ctx_.cache.pool(config->spec.defaultPool)) {
       ready = makeCondition(
-          kConditionReady, false, "DefaultPoolNotFound",
+          kConditionReady, false, kReasonDefaultPoolNotFound,
           "spec.defaultPool names IPAMPool " + config->spec.defaultPool + ", which does not exist",
           generation);
     } else {
       ready = makeCondition(
-          kConditionReady, true, "Ready",
+          kConditionReady, true, kReasonReady,
           std::to_string(readyCount) + " of " + std::to_string(total) + " policies are Ready",
           generation);
     }
@@ -82,20 +83,7 @@ net::awaitable<ReconcileResult> OperatorController::reconcile(const std::string&
   }
   v1alpha1::OperatorConfig updated = *config;
   updated.status = std::move(status);
-  client::TypedClient<v1alpha1::OperatorConfig> configs(ctx_.client, "");
-  kube::WriteOptions opts;
-  opts.fieldManager = std::string(kFieldManager);
-  auto written = co_await configs.updateStatus(std::move(updated), std::move(opts));
-  if (!written) {
-    if (written.error().isConflict()) {
-      co_return ReconcileResult::requeue();
-    }
-    if (written.error().isNotFound()) {
-      co_return ReconcileResult::done();
-    }
-    co_return ReconcileResult::error("writing status: " + written.error().message());
-  }
-  co_return ReconcileResult::done();
+  co_return co_await writeStatus(ctx_.client, std::move(updated), "writing status");
 }
 
 }  // namespace egress::controller

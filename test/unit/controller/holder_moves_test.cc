@@ -1,4 +1,5 @@
-// Which ledger entries move off a holder whose node's agent Lease is stale, and to which pod.
+// Which pod takes an entry nobody holds, and which entries move off a holder whose node's agent
+// Lease is stale, and to which pod.
 #include "pkg/controller/egressgateway/holder_moves.h"
 
 #include <set>
@@ -38,6 +39,25 @@ EgressGatewayPolicyInfo info(const std::vector<PodSpec>& pods) {
 
 auto freshNodes(std::set<std::string> nodes) {
   return [nodes = std::move(nodes)](const std::string& n) { return nodes.count(n) > 0; };
+}
+
+// Entries in ledger order, pods oldest first; a pod being deleted, not yet scheduled or holding an
+// entry takes none, and a held entry keeps its holder, even one being deleted.
+TEST(HolderMoves, AnEntryNobodyHoldsGoesToTheOldestIdlePod) {
+  auto i = info({{"holder", "n1", true, true, true, 1},
+                 {"young", "n2", false, false, false, 30},
+                 {"old", "n3", false, false, false, 20},
+                 {"leaving", "n4", true, true, true, 10},
+                 {"unscheduled", "", false, false, false, 5}});
+  const auto given = newHolders(i, {"holder", "", ""});
+  ASSERT_EQ(given.size(), 2u);
+  EXPECT_EQ(given[0].entry, 1u);
+  EXPECT_EQ(given[0].from, "");
+  EXPECT_EQ(given[0].to, "old");
+  EXPECT_EQ(given[1].entry, 2u);
+  EXPECT_EQ(given[1].to, "young");
+  EXPECT_TRUE(newHolders(i, {"holder", "old", "young"}).empty());
+  EXPECT_EQ(newHolders(i, {"", "old", "young"}).size(), 0u) << "no idle pod left";
 }
 
 TEST(HolderMoves, AStaleHoldersEntryMovesToTheOldestReadyPodOnAFreshNode) {

@@ -1,6 +1,7 @@
-// Component tests of the IPPoolProcessor: one reconcile's allocation, ledger write and gateway-pod
-// annotation, with the shared cache fed by fake ListerWatchers and the writes sent through the
-// REST client to the in-process API server of test/unit/kube.
+// Component tests of the IPPoolProcessor: one reconcile's allocation, holders and ledger write
+// (with the DeploymentProcessor where the view it writes matters), with the shared cache fed by
+// fake ListerWatchers and the writes sent through the REST client to the in-process API server
+// of test/unit/kube.
 #include "pkg/controller/egressgateway/ippool_processor.h"
 
 #include <memory>
@@ -11,9 +12,12 @@
 #include <boost/asio/io_context.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "pkg/cache/informer_factory.h"
 #include "pkg/controller/conditions.h"
+#include "pkg/controller/egressgateway/deployment_processor.h"
 #include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/names.h"
 #include "pkg/kube/rest_client.h"
@@ -100,28 +104,36 @@ class IPPoolProcessorTest : public ::testing::Test {
     ASSERT_TRUE(testutil::runUntil(ioc_, done)) << "the io_context went idle first";
   }
 
-  // The API server: a status update is answered with what was sent, a pod patch with the pod
-  // (404 for the pods in gone_), an Event with itself.
+  // The API server: a status update is answered with what was sent, an apply with what was
+  // sent at the next resourceVersion (from 30), an Event with itself. Pods are never written.
   FakeResponse handle(const FakeRequest& r) {
-    if (r.method == "PATCH" && r.target.find("/pods/") != std::string::npos) {
-      const std::string name = r.target.substr(r.target.rfind('/') + 1);
-      const std::string pod = name.substr(0, name.find('?'));
-      patched_.push_back(pod + " " + r.body);
-      if (gone_.count(pod) != 0) {
-        return json(404,
-                    R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound",)"
-                    R"("code":404,"message":"pods \")" +
-                        pod + R"(\" not found"})");
-      }
-      return json(200, R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + pod +
-                           R"(","namespace":"ns","resourceVersion":"20"}})");
+    if (r.target.find("/pods/") != std::string::npos) {
+      podWrites_.push_back(r.method + " " + r.target);
     }
     if (r.target.find("/events") != std::string::npos) {
       events_.push_back(r.method + " " + r.body);
     }
     if (r.method == "PUT" && r.target.find("/status") != std::string::npos) {
+      if (conflicts_ > 0) {
+        --conflicts_;
+        return json(409,
+                    R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Conflict",)"
+                    R"("code":409,"message":"the object has been modified"})");
+      }
       ++statusWrites_;
       return json(200, r.body);
+    }
+    if (r.method == "PATCH" && r.target.find("/egresspolicyslices/") != std::string::npos) {
+      rapidjson::Document d;
+      d.Parse(r.body.c_str());
+      auto& md = d["metadata"];
+      const std::string rv = std::to_string(nextVersion_++);
+      md.AddMember("resourceVersion", rapidjson::Value(rv.c_str(), d.GetAllocator()),
+                   d.GetAllocator());
+      rapidjson::StringBuffer buf;
+      rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+      d.Accept(w);
+      return json(200, buf.GetString());
     }
     return json(201, r.body);
   }
@@ -159,49 +171,86 @@ class IPPoolProcessorTest : public ::testing::Test {
   Agents agents_;
   std::unique_ptr<controllerruntime::EventRecorder> recorder_;
   std::unique_ptr<Context> ctx_;
-  std::set<std::string> gone_;
-  std::vector<std::string> patched_;
+  std::vector<std::string> podWrites_;
   std::vector<std::string> events_;
   int statusWrites_ = 0;
+  int conflicts_ = 0;  // status writes still to be answered 409
+  int nextVersion_ = 30;
 };
 
-// The pod's annotation reaches the cache only with the watch's next event; the status this
-// reconcile writes must already count the pod as holding its entry. Otherwise a pod that is Ready
-// by then is reported as holding nothing (Ready=False GatewaysNotReady, no gateways[].pod), and
-// the watch event costs a second status write that says Ready.
-TEST_F(IPPoolProcessorTest, TheReconcileThatAnnotatesAPodSeesItHoldItsEntry) {
+// The holder is named in the same status write as the ledger, by pod name and uid, and the
+// status this reconcile writes already counts the pod as holding its entry (Ready at once, not
+// one more write later). No pod is written: a pod's annotations are anyone's in its namespace,
+// so they are no record of who holds what.
+TEST_F(IPPoolProcessorTest, TheLedgerWriteNamesTheHolderAndNoPodIsWritten) {
   auto i = info();
   addPod(i, "gw-a", 10);
   auto result = process(i);
   ASSERT_TRUE(result.isDone());
   ASSERT_TRUE(i.assignment);
   ASSERT_EQ(i.assignment->entries.size(), 1u);
-  EXPECT_EQ(statusWrites_, 1);  // the ledger
-  ASSERT_EQ(patched_.size(), 1u);
-  EXPECT_THAT(patched_[0], ::testing::HasSubstr("203.0.113.1"));
+  EXPECT_EQ(statusWrites_, 1);  // the ledger with its holder
+  EXPECT_TRUE(podWrites_.empty()) << ::testing::PrintToString(podWrites_);
+  ASSERT_EQ(i.current->status.gateways.size(), 1u);
+  EXPECT_EQ(i.current->status.gateways[0].pod, "gw-a");
+  EXPECT_EQ(i.current->status.gateways[0].podUID, "uid-gw-a");
+  EXPECT_THAT(i.current->status.gateways[0].egressIPs, ::testing::ElementsAre("203.0.113.1"));
 
-  EXPECT_EQ(i.egressPods["gw-a"].egressIPs, "203.0.113.1");
   const auto status = desiredStatus(i, meta::Time(std::chrono::seconds(1'800'000'000)));
   const auto* ready = meta::findCondition(status.conditions, kConditionReady);
   ASSERT_NE(ready, nullptr);
   EXPECT_EQ(ready->status, "True") << ready->reason << ": " << ready->message;
-  ASSERT_EQ(status.gateways.size(), 1u);
-  EXPECT_EQ(status.gateways[0].pod, "gw-a");
+
+  // Nothing changed: nothing is written again.
+  ASSERT_TRUE(process(i).isDone());
+  EXPECT_EQ(statusWrites_, 1);
 }
 
-// A pod deleted before its patch holds nothing: the entry stays free for the pod that replaces
-// it, and the status does not report a holder that is gone.
-TEST_F(IPPoolProcessorTest, APodGoneBeforeItsPatchHoldsNothing) {
+// A ledger write that conflicts (someone wrote the policy since the cache saw it) requeues and
+// tells nobody anything: no holder is named anywhere, no Event says Allocated, nothing is freed;
+// the allocator keeps what it took, so the next try writes the same addresses, and its Event
+// says Allocated (it did not: the allocator's "newly taken" was the first try's).
+TEST_F(IPPoolProcessorTest, AConflictingLedgerWriteRequeuesAndTheRetryWritesTheSameLedger) {
   auto i = info();
   addPod(i, "gw-a", 10);
-  gone_.insert("gw-a");
+  conflicts_ = 1;
   auto result = process(i);
-  ASSERT_TRUE(result.isDone());
-  ASSERT_EQ(patched_.size(), 1u);
-  EXPECT_EQ(i.egressPods["gw-a"].egressIPs, "");
-  const auto status = desiredStatus(i, meta::Time(std::chrono::seconds(1'800'000'000)));
-  ASSERT_EQ(status.gateways.size(), 1u);
-  EXPECT_EQ(status.gateways[0].pod, "");
+  EXPECT_EQ(result, ReconcileResult::requeue());
+  EXPECT_EQ(statusWrites_, 0);
+  EXPECT_TRUE(i.current->status.gateways.empty()) << "the copy the next try starts from";
+  const auto taken = i.assignment->entries;
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(ctx_->allocator.holderOf(taken[0].front()), "ns/p");
+
+  auto retry = info();
+  addPod(retry, "gw-a", 10);
+  ASSERT_TRUE(process(retry).isDone());
+  EXPECT_EQ(statusWrites_, 1);
+  EXPECT_EQ(retry.assignment->entries, taken);
+  EXPECT_EQ(retry.current->status.gateways.at(0).pod, "gw-a");
+  testutil::runSync(ioc_, flushEvents(*recorder_, clock_.now() + std::chrono::seconds(30)));
+  ASSERT_EQ(events_.size(), 1u) << ::testing::PrintToString(events_);
+  EXPECT_THAT(events_[0], ::testing::HasSubstr("Allocated"));
+}
+
+// A holder being deleted keeps its entry until it is gone; then the oldest waiting pod takes it,
+// in one status write.
+TEST_F(IPPoolProcessorTest, AHolderBeingDeletedKeepsItsEntryUntilGoneThenTheOldestWaiterTakesIt) {
+  auto i = info();
+  addPod(i, "gw-a", 10);
+  ASSERT_TRUE(process(i).isDone());
+  i.egressPods["gw-a"].terminating = true;
+  addPod(i, "gw-c", 30);
+  addPod(i, "gw-b", 20);
+  ASSERT_TRUE(process(i).isDone());
+  EXPECT_EQ(statusWrites_, 1);
+  EXPECT_EQ(i.current->status.gateways.at(0).pod, "gw-a");
+  i.egressPods.erase("gw-a");
+  ASSERT_TRUE(process(i).isDone());
+  EXPECT_EQ(statusWrites_, 2);
+  ASSERT_EQ(i.current->status.gateways.size(), 1u);
+  EXPECT_EQ(i.current->status.gateways[0].pod, "gw-b");
+  EXPECT_EQ(i.current->status.gateways[0].podUID, "uid-gw-b");
 }
 
 // Scaled down, an address leaves the ledger at once but stays held while a live agent still
@@ -234,7 +283,6 @@ TEST_F(IPPoolProcessorTest, AnAddressALiveAgentStillAnswersForIsNotFreed) {
     one.current->status = two.current->status;
     testing::addDeployment(one, 1, 1);
     addPod(one, "gw-a", 10);
-    one.egressPods["gw-a"].egressIPs = two.egressPods["gw-a"].egressIPs;
     return one;
   };
   auto one = scaledDown();
@@ -253,9 +301,9 @@ TEST_F(IPPoolProcessorTest, AnAddressALiveAgentStillAnswersForIsNotFreed) {
 }
 
 // A policy deleted and re-created under the same name is another owner: it allocates afresh, and
-// its predecessor's address stays held while a pod of the name that is not the new policy's own
-// is left, then is freed (with an Event on the new policy).
-TEST_F(IPPoolProcessorTest, ARecreatedPolicyStartsAfreshAndItsPredecessorWaitsForItsPods) {
+// its predecessor's address stays held while a slice of the predecessor's uid is still
+// published (an agent may program it), then is freed (with an Event on the new policy).
+TEST_F(IPPoolProcessorTest, ARecreatedPolicyStartsAfreshAndItsPredecessorWaitsForItsView) {
   auto withUid = [&](const std::string& uid) {
     auto i = info();
     auto policy = std::make_shared<v1alpha1::EgressGatewayPolicy>(*i.policy);
@@ -272,22 +320,25 @@ TEST_F(IPPoolProcessorTest, ARecreatedPolicyStartsAfreshAndItsPredecessorWaitsFo
 
   auto fresh = withUid("uid-new");
   addPod(fresh, "gw-new", 20);
-  auto oldPod = std::make_shared<core::Pod>(*old.egressPods.at("gw-old").pod);
-  oldPod->metadata.annotations[std::string(kEgressIPsAnnotation)] = first.toString();
-  fresh.unprovenGatewayPods.push_back(oldPod);
+  auto oldSlice = std::make_shared<v1alpha1::EgressPolicySlice>();
+  oldSlice->metadata.name = "ns.p.0";
+  oldSlice->spec.policy.namespace_ = "ns";
+  oldSlice->spec.policy.name = "p";
+  oldSlice->spec.policy.uid = "uid-old";
+  oldSlice->spec.gateway.emplace();
+  oldSlice->spec.gateway->egressIPs.push_back({{first.toString()}, "node-gw-old", "gw-old", ""});
+  fresh.deployment.slices = {oldSlice};
   ASSERT_TRUE(process(fresh).isDone());
   ASSERT_EQ(fresh.assignment->entries.size(), 1u);
   EXPECT_NE(fresh.assignment->entries[0].front(), first) << "inherited the predecessor's address";
   EXPECT_EQ(ctx_->allocator.holderOf(fresh.assignment->entries[0].front()), "uid-new");
 
   IPPoolProcessor processor(*ctx_);
-  EXPECT_FALSE(processor.releaseFormerOwners(fresh)) << "its old gateway still carries it";
+  EXPECT_FALSE(processor.releaseFormerOwners(fresh)) << "its view still names it";
   EXPECT_EQ(ctx_->allocator.holderOf(first), "uid-old");
-  // A pod of the name that carries none of its addresses (a forgery, or a gateway of the new
-  // policy) does not hold the old addresses back.
-  auto forged = std::make_shared<core::Pod>(*oldPod);
-  forged->metadata.annotations[std::string(kEgressIPsAnnotation)] = "203.0.113.3";
-  fresh.unprovenGatewayPods = {forged};
+  // A pod labelled as the name's gateway, whatever it carries, holds nothing back: only the
+  // view and the agents' reports do.
+  fresh.deployment.slices.clear();
   EXPECT_TRUE(processor.releaseFormerOwners(fresh));
   EXPECT_EQ(ctx_->allocator.holderOf(first), "");
   EXPECT_THAT(ctx_->allocator.ownersNamed("ns/p"), ::testing::ElementsAre("uid-new"));
@@ -320,53 +371,55 @@ TEST_F(IPPoolProcessorTest, AShortfallIsReportedOnceBeforeTheWatchCatchesUp) {
   EXPECT_THAT(events_[1], ::testing::HasSubstr("PoolExhausted"));
 }
 
-// The pod cache lags the patch that gave a pod its entry. A scale-down reconciled in that window
-// must not free the address the pod now carries (and hand it to another policy): the reconcile
-// reads the pod's annotation as this process wrote it, until the cache shows that write.
-TEST_F(IPPoolProcessorTest, AnAddressJustGivenToAPodIsNotFreedBeforeTheCacheShowsIt) {
-  IPPoolProcessor processor(*ctx_);  // one across the reconciles: it remembers its writes
+// The slice cache lags the apply that published an address with its holder. A scale-down
+// reconciled in that window must not free the address an agent may already program (and hand
+// it to another policy): the reconcile reads the view as this process wrote it, until the cache
+// shows that write.
+TEST_F(IPPoolProcessorTest, AnAddressTheViewJustNamedIsNotFreedBeforeTheCacheShowsIt) {
+  // One of each across the reconciles: the DeploymentProcessor remembers its writes.
+  IPPoolProcessor ipPool(*ctx_);
+  DeploymentProcessor deployment(*ctx_);
   auto withPods = [&](int64_t generation, int32_t replicas) {
     auto i = testing::policyInfo(generation, replicas);
     i.poolName = "pool";
     i.pool = cache_->pool("pool");
     testing::addDeployment(i, replicas, replicas);
-    for (const auto& [name, created] :
-         {std::pair<std::string, int64_t>{"gw-a", 10}, {"gw-b", 11}}) {
-      addPod(i, name, created);
-      auto pod = std::make_shared<core::Pod>(*i.egressPods[name].pod);
-      pod->metadata.uid = "uid-" + name;
-      pod->metadata.resourceVersion = "10";  // as cached before the patches (which return "20")
-      i.egressPods[name].pod = pod;
-    }
+    addPod(i, "gw-a", 10);
+    addPod(i, "gw-b", 11);
     return i;
   };
+  auto reconcile = [&](EgressGatewayPolicyInfo& i) {
+    deployment.useOwnViewWrites(i);
+    ASSERT_TRUE(testutil::runSync(ioc_, ipPool.process(i)).isDone());
+    ASSERT_TRUE(testutil::runSync(ioc_, deployment.process(i)).isDone());
+  };
   auto two = withPods(1, 2);
-  ASSERT_TRUE(testutil::runSync(ioc_, processor.process(two)).isDone());
-  ASSERT_EQ(two.egressPods["gw-b"].egressIPs, "203.0.113.2");
+  reconcile(two);
+  const auto second = *ipam::parseAddress("203.0.113.2");
+  ASSERT_EQ(two.current->status.gateways.at(1).pod, "gw-b");
 
-  auto one = withPods(2, 1);  // scaled down; the cache has neither annotation yet
+  auto one = withPods(2, 1);  // scaled down; the cache has no slice yet
   one.current->status = two.current->status;
-  processor.useOwnPodWrites(one);
-  EXPECT_EQ(one.egressPods["gw-b"].egressIPs, "203.0.113.2");
-  ASSERT_TRUE(testutil::runSync(ioc_, processor.process(one)).isDone());
+  reconcile(one);
   ASSERT_EQ(one.assignment->entries.size(), 1u);
-  EXPECT_EQ(ctx_->allocator.holderOf(*ipam::parseAddress("203.0.113.2")), "ns/p")
-      << "freed while gw-b carries it";
-  EXPECT_EQ(one.egressPods["gw-b"].egressIPs, "") << "its surplus entry is taken back";
+  EXPECT_TRUE(one.viewInFlight.contains(second));
+  EXPECT_EQ(ctx_->allocator.holderOf(second), "ns/p") << "freed while the view names it";
 
-  // The cache shows the patches (resourceVersion 20): the cache is believed again, and the
-  // address that no pod carries any more is freed.
+  // The cache shows the latest write (resourceVersion 31: the slice without the address): the
+  // cache is believed again, and the address no view names any more is freed.
   auto caughtUp = withPods(2, 1);
   caughtUp.current = one.current;
-  for (auto& [name, p] : caughtUp.egressPods) {
-    auto pod = std::make_shared<core::Pod>(*p.pod);
-    pod->metadata.resourceVersion = "20";
-    p.pod = pod;
-  }
-  caughtUp.egressPods["gw-a"].egressIPs = "203.0.113.1";
-  processor.useOwnPodWrites(caughtUp);
-  ASSERT_TRUE(testutil::runSync(ioc_, processor.process(caughtUp)).isDone());
-  EXPECT_EQ(ctx_->allocator.holderOf(*ipam::parseAddress("203.0.113.2")), "");
+  auto slice = std::make_shared<v1alpha1::EgressPolicySlice>();
+  slice->metadata.name = "ns.p.0";
+  slice->metadata.resourceVersion = "31";
+  slice->spec.policy.namespace_ = "ns";
+  slice->spec.policy.name = "p";
+  slice->spec.gateway.emplace();
+  slice->spec.gateway->egressIPs.push_back({{"203.0.113.1"}, "node-gw-a", "gw-a", "uid-gw-a"});
+  caughtUp.deployment.slices = {slice};
+  reconcile(caughtUp);
+  EXPECT_TRUE(caughtUp.viewInFlight.empty());
+  EXPECT_EQ(ctx_->allocator.holderOf(second), "");
 }
 
 }  // namespace

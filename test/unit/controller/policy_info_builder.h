@@ -5,6 +5,7 @@
 // only what it is about; and the policy and ledger entries the rendering tests start from.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -69,19 +70,57 @@ inline void addDeployment(EgressGatewayPolicyInfo& i, int32_t replicas, int32_t 
   i.deployment.deployment = d;
 }
 
-// A gateway pod of the policy on node "node-<name>", created at `created` (seconds since the
-// epoch), neither ready nor holding an entry; the caller sets what its test is about.
+// A gateway pod of the policy (uid "uid-<name>") on node "node-<name>", created at `created`
+// (seconds since the epoch), neither ready nor holding an entry; the caller sets what its test
+// is about.
 inline EgressPodInfo& addGatewayPod(EgressGatewayPolicyInfo& i, const std::string& name,
                                     int64_t created) {
   auto pod = std::make_shared<core::Pod>();
   pod->metadata.name = name;
   pod->metadata.namespace_ = i.ns;
+  pod->metadata.uid = "uid-" + name;
   pod->metadata.creationTimestamp = meta::Time(std::chrono::seconds(created));
   pod->spec.nodeName = "node-" + name;
   EgressPodInfo& p = i.egressPods[name];
   p = EgressPodInfo();
   p.pod = pod;
   return p;
+}
+
+// Records in the policy's status (i.current), as the operator's ledger write does, that gateway
+// pod `pod` (uid "uid-<pod>") holds the entry of addresses `ips`, comma-separated: the entry with
+// those addresses names it, and is appended if the status has none. "" records that it holds
+// nothing.
+inline void recordHolder(EgressGatewayPolicyInfo& i, const std::string& pod,
+                         const std::string& ips) {
+  auto& gateways = i.current->status.gateways;
+  for (auto& g : gateways) {
+    if (g.pod == pod) {
+      g.pod.clear();
+      g.podUID.clear();
+    }
+  }
+  if (ips.empty()) {
+    return;
+  }
+  std::vector<std::string> list;
+  for (size_t start = 0; start <= ips.size();) {
+    const size_t comma = std::min(ips.find(',', start), ips.size());
+    list.push_back(ips.substr(start, comma - start));
+    start = comma + 1;
+  }
+  for (auto& g : gateways) {
+    if (g.egressIPs == list) {
+      g.pod = pod;
+      g.podUID = "uid-" + pod;
+      return;
+    }
+  }
+  v1alpha1::GatewayStatus g;
+  g.egressIPs = list;
+  g.pod = pod;
+  g.podUID = "uid-" + pod;
+  gateways.push_back(std::move(g));
 }
 
 }  // namespace egress::controller::testing

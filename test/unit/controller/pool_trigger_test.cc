@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "pkg/controller/controller.h"
+#include "pkg/controller/update_filters.h"
 
 namespace egress::controller {
 namespace {
@@ -142,15 +143,14 @@ TEST(PodUpdateMattersToPolicies, OnlyWhatTheCacheKeepsOfThePodCounts) {
   after.metadata.resourceVersion = "11";
   after.metadata.generation = 2;  // stripped to 0 in the cache; any difference here is noise
   EXPECT_FALSE(podUpdateMattersToPolicies(before, after));
+  // Nor does an annotation, whatever it says: the cache keeps none.
+  after.metadata.annotations = {{"egressgateway.dev/egress-ips", "192.0.2.1"}};
+  EXPECT_FALSE(podUpdateMattersToPolicies(before, after));
 
   std::vector<std::pair<const char*, std::function<void(core::Pod&)>>> changes = {
       {"labels",
        [](core::Pod& p) {
          p.metadata.labels = {{"app", "db"}};
-       }},
-      {"annotation",
-       [](core::Pod& p) {
-         p.metadata.annotations = {{"egressgateway.dev/egress-ips", "192.0.2.1"}};
        }},
       {"deletion",
        [](core::Pod& p) { p.metadata.deletionTimestamp = meta::Time(std::chrono::seconds(1)); }},

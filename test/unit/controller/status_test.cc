@@ -37,11 +37,12 @@ EgressGatewayPolicyInfo info() {
   return i;
 }
 
-void addPod(EgressGatewayPolicyInfo& i, const std::string& name, const std::string& annotation,
+// Gateway pod `name`, recorded in the status as holding `holds` ("" for nothing).
+void addPod(EgressGatewayPolicyInfo& i, const std::string& name, const std::string& holds,
             bool ready, int64_t created) {
   auto& p = testing::addGatewayPod(i, name, created);
-  p.egressIPs = annotation;
   p.ready = ready;
+  testing::recordHolder(i, name, holds);
 }
 
 TEST(DesiredStatus, ReadyOnlyWhenEveryEntryIsHeldByAReadyPodOfARolledOutDeployment) {
@@ -67,18 +68,25 @@ TEST(DesiredStatus, ReadyOnlyWhenEveryEntryIsHeldByAReadyPodOfARolledOutDeployme
   EXPECT_EQ(s.gateways[1].pod, "a");
   EXPECT_EQ(s.gateways[1].node, "node-a");
 
-  i.egressPods["b"].egressIPs = "203.0.113.1";
+  testing::recordHolder(i, "b", "203.0.113.1");
   s = desiredStatus(i, kNow);
   EXPECT_EQ(cond(s, kConditionReady).status, "True");
   EXPECT_EQ(cond(s, kConditionReady).lastTransitionTime, kNow);
 }
 
-TEST(DesiredStatus, TheOlderPodKeepsAnEntryTwoPodsClaim) {
+TEST(DesiredStatus, OnlyAProvenGatewayPodOfTheRecordedUidHolds) {
   auto i = info();
-  addPod(i, "young", "203.0.113.1", true, 20);
-  addPod(i, "old", "203.0.113.1", true, 5);
-  auto holders = entryHolders(i, i.assignment->entries);
-  EXPECT_THAT(holders, ElementsAre("old", ""));
+  addPod(i, "a", "203.0.113.1", true, 5);
+  addPod(i, "b", "203.0.113.2", true, 6);
+  EXPECT_THAT(entryHolders(i, i.assignment->entries), ElementsAre("a", "b"));
+  // A pod of the same name made later (another uid) holds nothing the status names.
+  auto pod = std::make_shared<core::Pod>(*i.egressPods["a"].pod);
+  pod->metadata.uid = "uid-a-later";
+  i.egressPods["a"].pod = pod;
+  // And a pod the status names that is no (longer a) proven gateway pod of the policy holds
+  // nothing either: only i.egressPods are.
+  i.egressPods.erase("b");
+  EXPECT_THAT(entryHolders(i, i.assignment->entries), ElementsAre("", ""));
 }
 
 TEST(DesiredStatus, AShortfallIsTheReasonAndAnInvalidSpecKeepsTheWrittenLedger) {
@@ -93,7 +101,7 @@ TEST(DesiredStatus, AShortfallIsTheReasonAndAnInvalidSpecKeepsTheWrittenLedger) 
   auto bad = info();
   bad.assignment.reset();
   bad.current->status.pool = "pool";
-  bad.current->status.gateways = {{{"203.0.113.7"}, "", "", false}};
+  bad.current->status.gateways = {{{"203.0.113.7"}, "", "", "", false}};
   bad.invalid = {{"spec.excludedCIDRs[0]", "has host bits set"}};
   s = desiredStatus(bad, kNow);
   EXPECT_THAT(s.egressIPs, ElementsAre("203.0.113.7"));
@@ -179,7 +187,7 @@ TEST(DesiredStatus, AColdStartWritesTheStatusTwiceTheLedgerThenReady) {
   step();  // its pod made, not available
   addPod(i, "egw-p-1", "", false, 100);
   step();  // the pod in the cache, before it is Ready or told its entry
-  i.egressPods["egw-p-1"].egressIPs = "203.0.113.1";
+  testing::recordHolder(i, "egw-p-1", "203.0.113.1");
   i.egressPods["egw-p-1"].ready = true;
   step();  // the pod Ready and holding its entry; the Deployment does not count it yet
   const meta::Time readyAt = now;

@@ -127,11 +127,10 @@ TEST(View, OnlyPodsThatCanSendAreSources) {
 
 TEST(View, HoldersAreProvenScheduledPodsThatAreNotLeaving) {
   auto info = testing::policyInfo(1, 3);
-  auto& a = testing::addGatewayPod(info, "a", 100);
-  a.egressIPs = "203.0.113.1";
-  std::const_pointer_cast<core::Pod>(a.pod)->metadata.uid = "uid-a";
+  testing::addGatewayPod(info, "a", 100);
+  testing::recordHolder(info, "a", "203.0.113.1");
   auto& b = testing::addGatewayPod(info, "b", 101);
-  b.egressIPs = "203.0.113.2";
+  testing::recordHolder(info, "b", "203.0.113.2");
   b.terminating = true;
   std::vector<ipam::Entry> ledger{entry({"203.0.113.1"}), entry({"203.0.113.2"}),
                                   entry({"203.0.113.3"})};
@@ -142,17 +141,17 @@ TEST(View, HoldersAreProvenScheduledPodsThatAreNotLeaving) {
   EXPECT_EQ(holders[0]->podUID, "uid-a");
   EXPECT_EQ(holders[0]->node, "node-a");
   EXPECT_FALSE(holders[1]) << "a pod being deleted holds nothing in the view";
-  EXPECT_FALSE(holders[2]) << "an entry no pod carries has no holder";
+  EXPECT_FALSE(holders[2]) << "an entry the status names no pod for has no holder";
 }
 
 // A move never has two nodes answering for one address: while another node's live agent still
 // reports it programmed, the entry has no holder; its own node's report is no obstacle.
 TEST(View, AnEntryAnotherLiveNodeStillHoldsHasNoHolderYet) {
   auto info = testing::policyInfo(1, 2);
-  auto& a = testing::addGatewayPod(info, "a", 100);
-  a.egressIPs = "203.0.113.1";
-  auto& b = testing::addGatewayPod(info, "b", 101);
-  b.egressIPs = "203.0.113.2,2001:db8::2";
+  testing::addGatewayPod(info, "a", 100);
+  testing::recordHolder(info, "a", "203.0.113.1");
+  testing::addGatewayPod(info, "b", 101);
+  testing::recordHolder(info, "b", "203.0.113.2,2001:db8::2");
   std::vector<ipam::Entry> ledger{entry({"203.0.113.1"}), entry({"203.0.113.2", "2001:db8::2"})};
   std::map<ipam::Address, std::set<std::string>> claims;
   claims[*ipam::parseAddress("203.0.113.1")] = {"node-a"};    // its own node: fine

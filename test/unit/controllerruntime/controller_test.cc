@@ -22,6 +22,7 @@
 #include "pkg/cache/informer_factory.h"
 #include "pkg/controllerruntime/controller_metrics.h"
 #include "pkg/controllerruntime/event_handlers.h"
+#include "pkg/controllerruntime/processor.h"
 #include "test/testutil/run_sync.h"
 #include "test/unit/cache/fake_lister_watcher.h"
 
@@ -35,7 +36,7 @@ using ::testing::HasSubstr;
 
 // A processor the test scripts: records every call, how many ran at once (per key and in all),
 // and optionally suspends each call on the fake clock.
-class ScriptedProcessor : public Processor {
+class ScriptedProcessor : public Processor<const std::string> {
  public:
   // The result of the n-th call (1-based) for `key`; may throw.
   using Script = std::function<ReconcileResult(const std::string& key, int n)>;
@@ -92,8 +93,19 @@ class TestController : public Controller {
   using Controller::Controller;
   std::function<Result<Ok, std::string>(cache::SharedInformerFactory&)> watch;
   std::function<Result<Ok, std::string>()> handlers;
+  // What reconcile() runs.
+  std::shared_ptr<ScriptedProcessor> processor;
 
  protected:
+  net::awaitable<ReconcileResult> reconcile(const std::string& key) override {
+    // Not a coroutine itself: the processor runs in a frame that co-owns it, not `this`, so the
+    // controller may be destroyed while it is suspended.
+    return runScripted(processor, key);
+  }
+  static net::awaitable<ReconcileResult> runScripted(std::shared_ptr<ScriptedProcessor> p,
+                                                     std::string key) {
+    co_return co_await p->process(key);
+  }
   Result<Ok, std::string> watchResources(cache::SharedInformerFactory& factory) override {
     return watch ? watch(factory) : Ok{};
   }
@@ -155,9 +167,9 @@ class ControllerTest : public ::testing::Test {
     return std::make_shared<ScriptedProcessor>(clock_, name);
   }
   std::unique_ptr<TestController> make(const std::string& name, int workers,
-                                       std::shared_ptr<Processor> p) {
+                                       std::shared_ptr<ScriptedProcessor> p) {
     auto c = std::make_unique<TestController>(options(name, workers));
-    c->addProcessor(std::move(p));
+    c->processor = std::move(p);
     return c;
   }
 
@@ -618,7 +630,7 @@ TEST_F(ControllerInformerTest, HandlersOutliveTheController) {
 }
 
 // How processor results combine (processor.h).
-class RecordingProcessor : public Processor {
+class RecordingProcessor : public Processor<const std::string> {
  public:
   RecordingProcessor(std::string name, ReconcileResult result, std::vector<std::string>* log)
       : name_(std::move(name)), result_(std::move(result)), log_(log) {}
@@ -637,12 +649,13 @@ class RecordingProcessor : public Processor {
 class ProcessorsTest : public ::testing::Test {
  protected:
   ReconcileResult run(const std::vector<ReconcileResult>& results) {
-    std::vector<std::shared_ptr<Processor>> chain;
+    std::vector<std::shared_ptr<Processor<const std::string>>> chain;
     for (size_t i = 0; i < results.size(); ++i) {
       chain.push_back(
           std::make_shared<RecordingProcessor>("p" + std::to_string(i), results[i], &log_));
     }
-    return testutil::runSync(ioc_, runProcessors(chain, "k"));
+    const std::string key = "k";
+    return testutil::runSync(ioc_, runProcessors(chain, key));
   }
   net::io_context ioc_;
   std::vector<std::string> log_;

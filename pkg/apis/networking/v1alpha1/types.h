@@ -261,9 +261,14 @@ struct GatewayStatus {
   // +kubebuilder:validation:items:Format=ip
   // +kubebuilder:validation:items:MaxLength=39
   std::vector<std::string> egressIPs;
-  // The gateway pod that holds these addresses; absent until one does.
+  // The gateway pod that holds these addresses; absent until one does. The operator names it
+  // here and nowhere else: this record, which only the operator writes, is what the data-plane
+  // view's holder comes from.
   // +kubebuilder:validation:MaxLength=253
   std::string pod;
+  // That pod's uid: a pod of the same name made later holds nothing.
+  // +kubebuilder:validation:MaxLength=36
+  std::string podUID;
   // The node that pod runs on.
   // +kubebuilder:validation:MaxLength=253
   std::string node;

@@ -229,6 +229,7 @@ meta::Decoded<GatewayStatus> decodeGatewayStatus(const rapidjson::Value& v) {
   GatewayStatus out;
   r.read("egressIPs", out.egressIPs);
   r.read("pod", out.pod);
+  r.read("podUID", out.podUID);
   r.read("node", out.node);
   r.read("ready", out.ready);
   return r.finish(std::move(out));
@@ -238,6 +239,7 @@ void encodeGatewayStatus(meta::JsonWriter& w, const GatewayStatus& v) {
   w.StartObject();
   meta::writeField(w, "egressIPs", v.egressIPs);
   meta::writeFieldIfSet(w, "pod", v.pod);
+  meta::writeFieldIfSet(w, "podUID", v.podUID);
   meta::writeFieldIfSet(w, "node", v.node);
   if (v.ready) {
     meta::writeField(w, "ready", true);

@@ -288,6 +288,11 @@ void validateGatewayStatusFields(const GatewayStatus& v, const std::string& path
       errs.push_back({join(path, "pod"), "may not be longer than 253"});
     }
   }
+  if (!v.podUID.empty()) {
+    if (v.podUID.size() > 36) {
+      errs.push_back({join(path, "podUID"), "may not be longer than 36"});
+    }
+  }
   if (!v.node.empty()) {
     if (v.node.size() > 253) {
       errs.push_back({join(path, "node"), "may not be longer than 253"});

@@ -96,8 +96,8 @@ TEST(CodecTest, EgressGatewayPolicyRoundTripsWithEveryFieldSet) {
   e.status.pool = "corp";
   e.status.egressIPs = {"203.0.113.5", "2001:db8:100::5", "203.0.113.6", "2001:db8:100::6"};
   e.status.gateways = {
-      GatewayStatus{{"203.0.113.5", "2001:db8:100::5"}, "egw-billing-1", "n1", true},
-      GatewayStatus{{"203.0.113.6", "2001:db8:100::6"}, "", "", false}};
+      GatewayStatus{{"203.0.113.5", "2001:db8:100::5"}, "egw-billing-1", "3f2c9a", "n1", true},
+      GatewayStatus{{"203.0.113.6", "2001:db8:100::6"}, "", "", "", false}};
   e.status.selectedPods = 12;
   e.status.observedGeneration = 3;
   e.status.conditions = {condition("Ready")};

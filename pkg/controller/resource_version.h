@@ -1,0 +1,17 @@
+// File: resource_version.h
+//
+// Reading one's own writes needs to know when the watch cache has caught up with a write: when
+// the cached object's resourceVersion is the one the write returned, or a later one.
+// Deliberate difference from client-go, which treats resourceVersions as opaque strings: "later"
+// compares them as the integers every etcd-backed API server sends. A version that is not one
+// reads as "not older", so the caller believes the cache rather than its memo.
+#pragma once
+
+#include <string>
+
+namespace egress::controller {
+
+// Whether resourceVersion `cached` is certainly older than `written`: both integers, and less.
+bool versionBefore(const std::string& cached, const std::string& written);
+
+}  // namespace egress::controller
