@@ -19,7 +19,8 @@ namespace {
 
 using dataplane::ClusterView;
 
-// Announcement rounds after a takeover, a second apart (dataplane.md §2.3).
+// Announcement rounds after a takeover, a second apart: a neighbour that missed the first
+// gratuitous ARP / unsolicited NA catches a later one.
 constexpr int kAnnounceRounds = 3;
 constexpr auto kAnnounceInterval = std::chrono::seconds(1);
 

@@ -1,7 +1,7 @@
 // File: lease_renewer.h
 //
 // The agent's liveness, as the operator and the other agents see it: it renews Lease
-// "egw-agent-<node>" every 2 s with a 6 s duration (dataplane.md §2.5), creating it when it is
+// "egw-agent-<node>" every 2 s with a 6 s duration, creating it when it is
 // missing. Not a leader election: every agent holds its own Lease. fresh() is the fencing
 // input: the operator moves an address a full duration after it observed this agent's last
 // renewal, so the agent must have withdrawn by then. It judges by its own monotonic clock from

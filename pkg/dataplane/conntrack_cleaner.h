@@ -1,7 +1,7 @@
 // File: conntrack_cleaner.h
 //
 // Forgets the connections an egress IP carried once this node no longer holds it
-// (dataplane.md §2.5, "Release"): every conntrack entry whose reply tuple is addressed to the IP,
+// (the release of an address): every conntrack entry whose reply tuple is addressed to the IP,
 // that is every connection this node SNATed to it, is deleted through ctnetlink. Left in place
 // they would pin the NAT binding and its ports after the nft SNAT rule is gone, and, if the IP
 // comes back to this node, meet the new holder's flows with a stale state.

@@ -157,7 +157,8 @@ struct Assignment {
   Shortfall shortfall = Shortfall::kNone;
   // One sentence for the condition and the event; "" when complete.
   std::string message;
-  // Addresses this call newly took for the owner (for the event).
+  // Addresses this call newly took for the owner (a retry after a failed ledger write lists
+  // none: the first try took them).
   std::vector<Address> allocated;
   // Addresses held now that the ledger no longer lists: freed by commit().
   std::vector<Address> surplus;

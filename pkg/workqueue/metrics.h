@@ -3,8 +3,9 @@
 // The workqueue_* Prometheus metrics of one named queue, with client-go's names, `name` label,
 // help text and buckets (component-base metrics/prometheus/workqueue), so dashboards written
 // for Kubernetes controllers work unchanged. The queue calls the hooks at the moments client-go
-// does (runtime-anchors §2.4) and keeps the per-item timestamps itself; this class only owns
-// the prometheus-cpp children, created once (Family::Add is a locked lookup and may throw).
+// does and keeps the per-item timestamps itself; this class
+// only owns the prometheus-cpp children, created once (Family::Add is a locked lookup and may
+// throw).
 #pragma once
 
 #include <memory>

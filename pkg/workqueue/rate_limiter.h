@@ -171,7 +171,7 @@ std::unique_ptr<RateLimiter<T>> makeMaxOfRateLimiter(std::unique_ptr<Limiters>..
 // client-go's DefaultControllerRateLimiter (also controller-runtime's
 // DefaultTypedControllerRateLimiter): per-item exponential backoff from 5ms to 1000s, and an
 // overall 10 qps / burst 100 bucket. controller-runtime's priority queue drops the bucket
-// (runtime-anchors §4.2); our queue is the classic FIFO one, which keeps it.
+// (as controller-runtime's default does); our queue is the classic FIFO one, which keeps it.
 template <class T, class Hash = std::hash<T>>
 std::unique_ptr<RateLimiter<T>> defaultControllerRateLimiter(Clock& clock) {
   using std::chrono::milliseconds;

@@ -1,12 +1,13 @@
-// Issue 13's acceptance topology end to end: real packets through egw-agent processes, fed by the
+// The data-plane topology end to end: real packets through egw-agent processes, fed by the
 // egress-operator process reconciling a real IPAMPool, OperatorConfig (spec.dataplane.agent) and
 // EgressGatewayPolicy, against the real control plane. Everything runs in a private network and
 // mount namespace (the binary re-executes itself under `unshare -m -n` before main(), so the
-// control plane of environment.cc starts inside it too): the topology of dataplane.md §3
-// (test/unit/dataplane/packets/topology.sh: underlay bridge, node namespaces egress-node-1..3 with
-// a flannel-like VXLAN CNI and its MASQUERADE, the external echo server that answers with the
-// address it saw), this namespace itself on the underlay as 192.168.50.1 where the API server
-// listens, and one egw-agent per node namespace (`ip netns exec`), not a dry run.
+// control plane of environment.cc starts inside it too): a three-node cluster
+// (test/unit/dataplane/packets/topology.sh: an underlay bridge, node namespaces egress-node-1..3
+// with a flannel-like VXLAN CNI and its MASQUERADE, the external echo server that answers with
+// the address it saw), this namespace itself on the underlay as 192.168.50.1 where the API server
+// listens, and one egw-agent per node namespace (`ip netns
+// exec`), not a dry run.
 //
 // The Nodes are the test kubelet's (it names them egress-node-<i>; the test gives them their
 // underlay InternalIPs, which the kubelet never rewrites), and the topology follows the pod IPs
@@ -757,7 +758,7 @@ TEST_F(DataplaneE2E, TheIPMovesOffAKilledHoldersNodeAndALongLivedConnectionKeeps
                           R"({"metadata":{"finalizers":null}})"});
 }
 
-// dataplane.md §2.5 "Release", through the agent process: the gateway moves off a node whose
+// The release of an address, through the agent process: the gateway moves off a node whose
 // agent stays alive (node 2, after the failover above, to node 3), and that agent deletes the
 // conntrack entries it SNATed to the egress IPs once its SNAT rules are gone, and counts them.
 TEST_F(DataplaneE2E, ALiveHolderThatLosesTheIPForgetsTheConnectionsItSNATed) {

@@ -1,4 +1,4 @@
-// End-to-end fault tolerance (issue 12): the egress-operator process against the real control
+// End-to-end fault tolerance: the egress-operator process against the real control
 // plane while something breaks — the apiserver killed, etcd compacted under every watch, a
 // network partition, throttling and unavailability, the leader killed, conflicting writers,
 // users damaging what the operator owns, a pool shrunk under its allocations. Every case runs on

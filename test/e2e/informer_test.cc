@@ -351,7 +351,7 @@ TEST_F(InformerE2E, CacheMatchesAFreshListAfterChurnCompactionAndRestarts) {
   EXPECT_TRUE(configMaps.stopped() && pods.stopped());
 }
 
-// Item 1 of issue 8: watches cut while the API server stays up (a load balancer's idle cut, a
+// Watches cut while the API server stays up (a load balancer's idle cut, a
 // network blip) resume from the last resourceVersion without a single LIST.
 TEST_F(InformerE2E, CutWatchesResumeWithoutListing) {
   auto url = kube::parseServerUrl(controlPlane().server());

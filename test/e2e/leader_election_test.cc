@@ -224,11 +224,10 @@ class LeaderElectionE2E : public ::testing::Test {
   int checkedHolder_ = 0;
 };
 
-// §3.2 end to end: one leader at a time (sampled every 100 ms for 10 s, then every 20 ms through
-// both handovers), takeover after SIGKILL within leaseDuration + retryPeriod (§3.2.2,
-// §3.2.4.4, §3.2.5), and after SIGTERM (graceful: ReleaseOnCancel, §3.2.7) only once the old
-// leader's work drained (issue 8 item 8), then within retryPeriod + 1 s because a released lease
-// is taken at once (§3.2.4.4).
+// client-go's leader election end to end: one leader at a time (sampled every 100 ms for 10 s,
+// then every 20 ms through both handovers), takeover after SIGKILL within leaseDuration +
+// retryPeriod, and after SIGTERM (graceful: ReleaseOnCancel) only once the old leader's work
+// drained, then within retryPeriod + 1 s because a released lease is taken at once.
 TEST_F(LeaderElectionE2E, OneLeaderAtATimeAcrossKillAndGracefulHandover) {
   Candidate& a = spawn("a");
   Candidate& b = spawn("b");

@@ -1,4 +1,4 @@
-// End-to-end: the operator's side of the data plane (issue 13), the egress-operator binary as
+// End-to-end: the operator's side of the data plane, the egress-operator binary as
 // its own process against the real control plane. With OperatorConfig spec.dataplane.agent the
 // gateway Deployment's pods carry the agent's readiness gate and 10 s not-ready/unreachable
 // tolerations, and the API server keeps them (its DefaultTolerationSeconds admission adds no

@@ -118,14 +118,7 @@ net::awaitable<ReconcileResult> DeploymentProcessor::applySlices(
       ViewWrite& w = viewWritten_[info.key];
       w.slice = slice.metadata.name;
       w.resourceVersion = std::move(written);
-      w.addresses.clear();
-      for (const auto& e : slice.spec.gateway->egressIPs) {
-        for (const auto& text : e.ips) {
-          if (auto a = ipam::parseAddress(text)) {
-            w.addresses.insert(*a);
-          }
-        }
-      }
+      w.addresses = sliceAddresses(slice);
     }
   }
   auto removed = co_await deleteSlices(ctx_.client, plan.remove);

@@ -13,6 +13,7 @@
 #include "pkg/controller/egressgateway/render.h"
 #include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/egressgateway/status_processor.h"
+#include "pkg/controller/egressgateway/view.h"
 #include "pkg/controller/names.h"
 #include "pkg/controller/pool_sync.h"
 
@@ -92,16 +93,7 @@ std::set<ipam::Address> addressesInUse(const Context& ctx, const EgressGatewayPo
   // if the cache is behind): an agent may hold it as long as a slice says so.
   std::set<ipam::Address> out = info.viewInFlight;
   for (const auto& slice : info.deployment.slices) {
-    if (!slice->spec.gateway) {
-      continue;
-    }
-    for (const auto& e : slice->spec.gateway->egressIPs) {
-      for (const auto& text : e.ips) {
-        if (auto a = ipam::parseAddress(text)) {
-          out.insert(*a);
-        }
-      }
-    }
+    out.merge(sliceAddresses(*slice));
   }
   // An address a live agent still answers for is not free: another policy's holder must not
   // take it before that agent has let go (it does once the view no longer names it).
@@ -180,8 +172,8 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
   if (auto r = co_await chooseHolders(info, moved, given); !r.isDone()) {
     co_return r;
   }
-  const bool recordChanged = !sameRecord(
-      info.current->status, desiredStatus(info, meta::truncateToSeconds(ctx_.clock.wallNow())));
+  auto desired = desiredStatus(info, meta::truncateToSeconds(ctx_.clock.wallNow()));
+  const bool recordChanged = !sameRecord(info.current->status, desired);
   if (recordChanged) {
     // What the ledger gains, against the status as found: not assignment.allocated, which a
     // retry after a conflicting write no longer lists (the allocator kept what it took).
@@ -194,7 +186,7 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
       std::copy_if(e.begin(), e.end(), std::back_inserter(gained),
                    [&](const ipam::Address& a) { return !before.contains(a); });
     }
-    auto written = co_await writeLedger(info);
+    auto written = co_await writeLedger(info, std::move(desired));
     if (!written.isDone()) {
       co_return written;
     }
@@ -256,12 +248,11 @@ void IPPoolProcessor::reportShortfall(const EgressGatewayPolicyInfo& info,
   ctx_.metrics.allocationFailed(assignment.pool, reason);
 }
 
-net::awaitable<ReconcileResult> IPPoolProcessor::writeLedger(EgressGatewayPolicyInfo& info) {
+net::awaitable<ReconcileResult> IPPoolProcessor::writeLedger(
+    EgressGatewayPolicyInfo& info, v1alpha1::EgressGatewayPolicyStatus status) {
   // A conflict requeues: the next try reads the newer policy, and the allocator keeps what it
   // took meanwhile.
-  return writePolicyStatus(ctx_.client, info,
-                           desiredStatus(info, meta::truncateToSeconds(ctx_.clock.wallNow())),
-                           "writing the ledger to status");
+  return writePolicyStatus(ctx_.client, info, std::move(status), "writing the ledger to status");
 }
 
 net::awaitable<Result<bool, std::string>> IPPoolProcessor::renewedSinceSeen(

@@ -52,7 +52,9 @@ class IPPoolProcessor : public PolicyProcessor {
 
  private:
   ipam::AssignRequest request(const EgressGatewayPolicyInfo& info) const;
-  net::awaitable<controllerruntime::ReconcileResult> writeLedger(EgressGatewayPolicyInfo& info);
+  // Writes `status` (desiredStatus: the ledger with its holders) with writePolicyStatus.
+  net::awaitable<controllerruntime::ReconcileResult> writeLedger(
+      EgressGatewayPolicyInfo& info, v1alpha1::EgressGatewayPolicyStatus status);
   // Sets info.holders: who holds each entry of info.assignment, moves off stale holders
   // first (`moved`, with the agent), then new holders for the entries without one (`given`).
   net::awaitable<controllerruntime::ReconcileResult> chooseHolders(EgressGatewayPolicyInfo& info,

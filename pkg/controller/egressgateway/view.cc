@@ -249,6 +249,20 @@ SlicePlan planSlices(const v1alpha1::EgressGatewayPolicy& policy,
   return plan;
 }
 
+std::set<ipam::Address> sliceAddresses(const v1alpha1::EgressPolicySlice& slice) {
+  std::set<ipam::Address> out;
+  if (slice.spec.gateway) {
+    for (const auto& e : slice.spec.gateway->egressIPs) {
+      for (const auto& text : e.ips) {
+        if (auto a = ipam::parseAddress(text)) {
+          out.insert(*a);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 Rendered renderSlice(const v1alpha1::EgressPolicySlice& slice) {
   rapidjson::StringBuffer buf;
   meta::JsonWriter w(buf);

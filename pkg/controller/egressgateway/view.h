@@ -73,6 +73,10 @@ SlicePlan planSlices(const v1alpha1::EgressGatewayPolicy& policy,
                      const std::vector<v1alpha1::SliceSource>& sources,
                      const std::vector<SlicePtr>& existing, size_t perSlice = kSourcesPerSlice);
 
+// The egress IPs a slice's gateway part names (none for a slice of sources only); items that do
+// not parse are left out.
+std::set<ipam::Address> sliceAddresses(const v1alpha1::EgressPolicySlice& slice);
+
 // The server-side apply body of a slice.
 Rendered renderSlice(const v1alpha1::EgressPolicySlice& slice);
 

@@ -1,4 +1,4 @@
-// Tests for pkg/base/notifier.h, the one wake-up primitive (issue 8 item 10): notify() wakes
+// Tests for pkg/base/notifier.h, the one wake-up primitive: notify() wakes
 // everyone and is remembered, notifyOne() wakes the longest waiter, deadlines come from a
 // FakeClock, and no wake-up is lost to a deadline, a cancellation or the Notifier's destruction.
 #include "pkg/base/notifier.h"

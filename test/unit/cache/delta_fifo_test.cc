@@ -1,5 +1,5 @@
 // DeltaFIFO and Indexer unit tests; each names the client-go reference test and the
-// runtime-anchors.md §1.3 / §1.6 checklist items it covers.
+// client-go behaviour it covers.
 #include "pkg/cache/delta_fifo.h"
 
 #include <boost/asio/co_spawn.hpp>
@@ -53,7 +53,7 @@ void replace(DeltaFifo<TestObject>& fifo, std::vector<std::shared_ptr<const Test
   ioc.run();
 }
 
-// §1.3 item 2: one queue entry per key, all deltas popped together, oldest first.
+// One queue entry per key, all deltas popped together, oldest first.
 TEST(DeltaFifo, AccumulatesDeltasPerKeyInOrder) {
   auto fifo = makeFifo(nullptr);
   fifo.add(obj("a", "1"));
@@ -68,7 +68,7 @@ TEST(DeltaFifo, AccumulatesDeltasPerKeyInOrder) {
   EXPECT_FALSE(fifo.pop());
 }
 
-// §1.3 item 3 (TestDeltaFIFO dedup): only two trailing deletes collapse; the one that knows
+// TestDeltaFIFO dedup: only two trailing deletes collapse; the one that knows
 // the final state wins.
 TEST(DeltaFifo, DedupesConsecutiveDeletesOnly) {
   Indexer<TestObject> known;
@@ -84,7 +84,7 @@ TEST(DeltaFifo, DedupesConsecutiveDeletesOnly) {
   EXPECT_THAT(describe(*fifo2.peek("ns/a")), ElementsAre("Deleted:a@4"));
 }
 
-// §1.3 item 4 (TestDeltaFIFO_DeleteExistingNonPropagated): a delete of an unknown, unqueued
+// TestDeltaFIFO_DeleteExistingNonPropagated: a delete of an unknown, unqueued
 // key is dropped.
 TEST(DeltaFifo, DeleteOfUnknownObjectIsDropped) {
   Indexer<TestObject> known;
@@ -93,7 +93,7 @@ TEST(DeltaFifo, DeleteOfUnknownObjectIsDropped) {
   EXPECT_EQ(fifo.size(), 0u);
 }
 
-// TestDeltaFIFO_ReplaceMakesDeletions; §1.3 item 5: listed objects are Replaced; queued keys
+// TestDeltaFIFO_ReplaceMakesDeletions: listed objects are Replaced; queued keys
 // and known keys missing from the list get DeletedFinalStateUnknown tombstones.
 TEST(DeltaFifo, ReplaceMakesTombstonesForWhatTheListLacks) {
   Indexer<TestObject> known;
@@ -127,7 +127,7 @@ TEST(DeltaFifo, AnAbortedListStagesNothing) {
   EXPECT_TRUE(fifo.hasSynced()) << "the (empty) Replace still counts as the first list";
 }
 
-// TestDeltaFIFO_UpdateResyncRace; §1.3 item 6: resync skips keys that already have deltas, so
+// TestDeltaFIFO_UpdateResyncRace: resync skips keys that already have deltas, so
 // it can never deliver a stale object after a newer one.
 TEST(DeltaFifo, ResyncSkipsKeysWithQueuedDeltas) {
   Indexer<TestObject> known;
@@ -140,7 +140,7 @@ TEST(DeltaFifo, ResyncSkipsKeysWithQueuedDeltas) {
   EXPECT_THAT(describe(*fifo.peek("ns/b")), ElementsAre("Sync:b@1"));
 }
 
-// TestDeltaFIFO_HasSyncedCorrectOnDeletion; §1.3 item 7 (with RealFIFO's "after processing").
+// TestDeltaFIFO_HasSyncedCorrectOnDeletion (with RealFIFO's "after processing").
 TEST(DeltaFifo, HasSyncedAfterTheInitialListIsProcessed) {
   Indexer<TestObject> known;
   known.put("ns/gone", obj("gone", "1"));
@@ -171,7 +171,7 @@ TEST(DeltaFifo, DecodesAndTransformsJsonBeforeQueueing) {
   EXPECT_EQ(fifo.pop()->deltas[0].object->value, "stripped");
 }
 
-// Issue 8, item 5: Replace yields to the io_context every few hundred objects, and the consumer
+// Replace yields to the io_context every few hundred objects, and the consumer
 // is handed nothing until it is complete (never half a relist).
 TEST(DeltaFifo, ReplaceYieldsAndHoldsPopsUntilComplete) {
   Indexer<TestObject> known;
@@ -204,7 +204,7 @@ TEST(DeltaFifo, ReplaceYieldsAndHoldsPopsUntilComplete) {
   EXPECT_TRUE(fifo.pop());
 }
 
-// Issue 8, item 3b: an object that does not decode is queued as undecodable (key, resource
+// An object that does not decode is queued as undecodable (key, resource
 // version, error from the raw JSON), so its MODIFIED and DELETED are not lost; each failing
 // version is counted once, however often relists meet it.
 TEST(DeltaFifo, UndecodableObjectsAreQueuedAndCountedOncePerVersion) {
@@ -255,7 +255,7 @@ TEST(DeltaFifo, UndecodableObjectsAreQueuedAndCountedOncePerVersion) {
   EXPECT_EQ(fifo.decodeFailures(), 2u) << "a DELETED needs only the key: not a failure";
 }
 
-// §1.6 items 2-3: the namespace index, custom indexes, index moves on update, and empty
+// The namespace index, custom indexes, index moves on update, and empty
 // value sets removed.
 TEST(Indexer, MaintainsNamespaceAndCustomIndexes) {
   Indexer<TestObject> idx;
@@ -308,7 +308,7 @@ TEST(Indexer, NamespaceIndexKeepsNamespacesThatArePrefixesApart) {
   EXPECT_THAT(cluster.indexValues(kNamespaceIndex), ElementsAre(""));
 }
 
-// Issue 8, item 18: an update computes the new object's index values once and compares them
+// An update computes the new object's index values once and compares them
 // with the ones the index already holds; it does not recompute them from the old object.
 TEST(Indexer, UpdatesComputeIndexValuesOncePerIndex) {
   Indexer<TestObject> idx;
@@ -369,7 +369,7 @@ TEST(Indexer, ObjectsWithoutIndexValuesMoveInAndOut) {
   EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "x"), ElementsAre());
 }
 
-// §1.6 item 1.
+// Keys are made and split as client-go's MetaNamespaceKeyFunc and SplitMetaNamespaceKey do.
 TEST(Indexer, KeysSplitLikeClientGo) {
   EXPECT_EQ(objectKey(obj("a", "1", "ns")->metadata), "ns/a");
   EXPECT_EQ(objectKey(obj("node1", "1", "")->metadata), "node1");

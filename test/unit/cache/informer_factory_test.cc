@@ -40,7 +40,7 @@ class FactoryTest : public ::testing::Test {
   std::unique_ptr<SharedInformerFactory> factory_;
 };
 
-// Issue 8, item 6: the transform is part of what identifies a shared informer. Two callers that
+// The transform is part of what identifies a shared informer. Two callers that
 // ask for different transforms get different informers (each caches what it asked for); the
 // same transform, or none, shares.
 TEST_F(FactoryTest, TheTransformIsPartOfTheInformersIdentity) {
@@ -114,7 +114,7 @@ class FakeFactoryTest : public ::testing::Test {
   std::unique_ptr<SharedInformerFactory> factory_;
 };
 
-// Issue 8, item 4: a factory (and its informers) may be destroyed with the io_context running:
+// A factory (and its informers) may be destroyed with the io_context running:
 // mid-LIST, mid-watch, mid-handler delivery. ASan checks that nothing touches freed memory.
 TEST_F(FakeFactoryTest, DestroyedMidList) {
   hangLists_ = true;

@@ -1,4 +1,4 @@
-// Component test of issue 8, item 1: the reflector over the real REST client, transport and
+// Component test of the reflector over the real REST client, transport and
 // watch stream, against an HTTP server that cuts a watch inside a chunk of the chunked encoding
 // and lets another go silent past the client's idle timeout. Both are normal ends of a watch
 // (client-go's StreamWatcher): the reflector watches again from the last event's

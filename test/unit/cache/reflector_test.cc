@@ -1,5 +1,5 @@
 // Reflector unit tests against a scripted ListerWatcher and a FakeClock. Each test names the
-// client-go reference test and the runtime-anchors.md §1.1 checklist items it covers.
+// client-go reference test and client-go behaviour it covers.
 #include "pkg/cache/reflector.h"
 
 #include <boost/asio/co_spawn.hpp>
@@ -81,7 +81,7 @@ class ReflectorTest : public ::testing::Test {
   std::unique_ptr<Reflector> reflector_;
 };
 
-// TestReflectorListAndWatchInitConnBackoff; §1.1 items 1-2: every failed ListAndWatch is
+// TestReflectorListAndWatchInitConnBackoff: every failed ListAndWatch is
 // followed by 800ms·2^n (jitter 0 here), capped at 30s.
 TEST_F(ReflectorTest, InitialConnectionFailuresBackOffExponentially) {
   lw_.onList = [](const kube::ListOptions&) {
@@ -99,7 +99,7 @@ TEST_F(ReflectorTest, InitialConnectionFailuresBackOffExponentially) {
               ElementsAre(800ms, 1600ms, 3200ms, 6400ms, 12800ms, 25600ms, 30000ms, 30000ms));
 }
 
-// §1.1 item 2: jitter 1.0 puts each delay in [d, 2d).
+// Jitter 1.0 puts each delay in [d, 2d).
 TEST_F(ReflectorTest, BackoffJitterStaysBelowTwiceTheStep) {
   random_ = 0.999;
   lw_.onList = [](const kube::ListOptions&) {
@@ -110,7 +110,7 @@ TEST_F(ReflectorTest, BackoffJitterStaysBelowTwiceTheStep) {
   EXPECT_LT(pendingWait(), 1600ms);
 }
 
-// §1.1 item 4: the first list asks for RV "0" (watch cache), paginated by 500 (item 5); then
+// The first list asks for RV "0" (watch cache), paginated by 500; then
 // the watch starts at the list's RV with bookmarks and a timeout in [300,599]s (item 9).
 TEST_F(ReflectorTest, FirstListFromZeroThenWatchFromItsResourceVersion) {
   lw_.onList = [](const kube::ListOptions&) {
@@ -137,7 +137,7 @@ TEST_F(ReflectorTest, FirstListFromZeroThenWatchFromItsResourceVersion) {
   EXPECT_EQ(reflector_->lastSyncResourceVersion(), "11");
 }
 
-// TestWatchTimeout; §1.1 items 9 and 13: a clean end re-watches at once from the last RV,
+// TestWatchTimeout: a clean end re-watches at once from the last RV,
 // without relist or backoff; the timeout is min + rand·min.
 TEST_F(ReflectorTest, CleanWatchEndReWatchesImmediatelyFromLastResourceVersion) {
   random_ = 0.999;
@@ -155,7 +155,7 @@ TEST_F(ReflectorTest, CleanWatchEndReWatchesImmediatelyFromLastResourceVersion) 
   EXPECT_EQ(reflector_->stats().backoffs, 0);
 }
 
-// §1.1 item 13: a watch closed within 1s with no events is an error: backoff, then relist.
+// A watch closed within 1s with no events is an error: backoff, then relist.
 TEST_F(ReflectorTest, VeryShortWatchBacksOffAndRelists) {
   serveEmptyListAt("7");
   start();
@@ -168,7 +168,7 @@ TEST_F(ReflectorTest, VeryShortWatchBacksOffAndRelists) {
   EXPECT_EQ(lw_.lists[1].resourceVersion, "7");
 }
 
-// TestBackoffOnTooManyRequests / TestNoRelistOnTooManyRequests; §1.1 items 10 and 15: 429 when
+// TestBackoffOnTooManyRequests / TestNoRelistOnTooManyRequests: 429 when
 // starting or during a watch backs off and watches again, never relists.
 TEST_F(ReflectorTest, TooManyRequestsBacksOffWithoutRelisting) {
   int watchCalls = 0;
@@ -197,7 +197,7 @@ TEST_F(ReflectorTest, TooManyRequestsBacksOffWithoutRelisting) {
   EXPECT_EQ(reflector_->stats().backoffs, 3);
 }
 
-// §1.1 item 10: a refused connection (apiserver restarting) is treated like 429.
+// A refused connection (apiserver restarting) is treated like 429.
 TEST_F(ReflectorTest, RefusedWatchConnectionBacksOffWithoutRelisting) {
   bool refuse = true;
   lw_.onList = [](const kube::ListOptions&) {
@@ -217,7 +217,7 @@ TEST_F(ReflectorTest, RefusedWatchConnectionBacksOffWithoutRelisting) {
   EXPECT_EQ(lw_.lists.size(), 1u);
 }
 
-// TestReflectorFullListIfExpired; §1.1 items 5-6: an expired continue token repeats the list
+// TestReflectorFullListIfExpired: an expired continue token repeats the list
 // without a limit and without the token.
 TEST_F(ReflectorTest, ExpiredContinueTokenFallsBackToAFullList) {
   lw_.onList = [](const kube::ListOptions& o) -> kube::Result<rapidjson::Document> {
@@ -266,7 +266,7 @@ TEST_F(ReflectorTest, AListThatFailsPartwayIsDroppedNotReplaced) {
   EXPECT_EQ(lw_.watches[0].resourceVersion, "8");
 }
 
-// TestReflectorExpiredExactResourceVersion; §1.1 items 7 and 14: after a 410 during the watch
+// TestReflectorExpiredExactResourceVersion: after a 410 during the watch
 // the relist first uses the last RV; if that list is also expired, it retries at once with "".
 TEST_F(ReflectorTest, GoneDuringWatchRelistsFromLastRvThenFromEmpty) {
   lw_.onList = [](const kube::ListOptions& o) -> kube::Result<rapidjson::Document> {
@@ -292,7 +292,7 @@ TEST_F(ReflectorTest, GoneDuringWatchRelistsFromLastRvThenFromEmpty) {
   EXPECT_EQ(lw_.watches.back().resourceVersion, "20");
 }
 
-// TestReflectorFullListIfTooLarge; §1.1 item 7: "too large resource version" also means "".
+// TestReflectorFullListIfTooLarge: "too large resource version" also means "".
 TEST_F(ReflectorTest, TooLargeResourceVersionRelistsFromEmpty) {
   meta::Status tooLarge;
   tooLarge.code = 504;
@@ -311,7 +311,7 @@ TEST_F(ReflectorTest, TooLargeResourceVersionRelistsFromEmpty) {
   EXPECT_EQ(lw_.lists[1].resourceVersion, "");
 }
 
-// TestReflectorResync; §1.1 item 17: resync on its own timer, asking shouldResync first, and
+// TestReflectorResync: resync on its own timer, asking shouldResync first, and
 // never contacting the server.
 TEST_F(ReflectorTest, ResyncFiresOnItsTimerWhenAllowed) {
   bool allow = false;
@@ -331,7 +331,7 @@ TEST_F(ReflectorTest, ResyncFiresOnItsTimerWhenAllowed) {
   EXPECT_EQ(lw_.watches.size(), 1u);
 }
 
-// §1.2: a streaming list collects initial events until the annotated bookmark, replaces the
+// A streaming list collects initial events until the annotated bookmark, replaces the
 // store at the bookmark's RV and keeps the same stream.
 TEST_F(ReflectorTest, StreamingListReplacesAtTheInitialEventsBookmark) {
   lw_.onWatch = [this](const kube::ListOptions&) { return newWatch(); };
@@ -352,7 +352,7 @@ TEST_F(ReflectorTest, StreamingListReplacesAtTheInitialEventsBookmark) {
   EXPECT_TRUE(lw_.lists.empty());
 }
 
-// §1.2 item 4: a server without streaming lists (our 1.20) rejects the options; the reflector
+// A server without streaming lists (our 1.20) rejects the options; the reflector
 // lists instead and does not try streaming again.
 TEST_F(ReflectorTest, StreamingListRejectedFallsBackToListForGood) {
   lw_.onList = [](const kube::ListOptions&) {
@@ -382,7 +382,7 @@ TEST_F(ReflectorTest, StreamingListRejectedFallsBackToListForGood) {
   }
 }
 
-// Issue 8, item 1 (client-go's StreamWatcher + Reflector.watch): a watch that breaks on the
+// As client-go's StreamWatcher + Reflector.watch: a watch that breaks on the
 // wire -- EOF, a reset, EOF inside a chunk, the idle timeout -- has ended normally. The reflector
 // watches again at once from the last resourceVersion: no LIST, no backoff.
 TEST_F(ReflectorTest, BrokenWatchConnectionReWatchesFromLastResourceVersionWithoutListing) {

@@ -1,5 +1,5 @@
 // SharedIndexInformer unit tests with a scripted ListerWatcher; each names the client-go
-// reference test and the runtime-anchors.md §1.5 / §1.7 items it covers.
+// reference test and client-go behaviour it covers.
 #include "pkg/cache/shared_informer.h"
 
 #include <boost/asio/co_spawn.hpp>
@@ -96,7 +96,7 @@ class InformerTest : public ::testing::Test {
   std::unique_ptr<SharedIndexInformer<TestObject>> informer_;
 };
 
-// §1.5 items 1-3 and §1.7: the cache is updated before handlers hear of a change; adds from the
+// The cache is updated before handlers hear of a change; adds from the
 // initial list are flagged; every handler sees every change in order.
 TEST_F(InformerTest, HandlersSeeChangesAfterTheCacheHasThem) {
   std::vector<std::string> log;
@@ -120,7 +120,7 @@ TEST_F(InformerTest, HandlersSeeChangesAfterTheCacheHasThem) {
   EXPECT_EQ(informer_->indexer().size(), 2u);
 }
 
-// TestAddWhileActive; §1.7 item 1: a handler added after start gets synthetic initial adds of
+// TestAddWhileActive: a handler added after start gets synthetic initial adds of
 // the current contents, and is synced only once they are delivered.
 TEST_F(InformerTest, LateHandlerReceivesTheCurrentContentsAsInitialAdds) {
   informer_->start(ioc_.get_executor());
@@ -134,7 +134,7 @@ TEST_F(InformerTest, LateHandlerReceivesTheCurrentContentsAsInitialAdds) {
   EXPECT_THAT(log, ElementsAre("add a (initial)", "add b (initial)"));
 }
 
-// §1.7 item 5: each handler has its own buffer; one that has not run yet holds its backlog
+// Each handler has its own buffer; one that has not run yet holds its backlog
 // without holding up the others or the cache.
 TEST_F(InformerTest, EachHandlerHasItsOwnBuffer) {
   std::vector<std::string> fast;
@@ -159,7 +159,7 @@ TEST_F(InformerTest, EachHandlerHasItsOwnBuffer) {
   EXPECT_EQ(informer_->indexer().get("ns/a")->metadata.resourceVersion, "299");
 }
 
-// TestListenerResyncPeriods / TestResyncCheckPeriod; §1.7 items 3-4: periods below 1s are
+// TestListenerResyncPeriods / TestResyncCheckPeriod: periods below 1s are
 // raised; the check period is the shortest before start; resync updates (same RV) go only to
 // handlers that are due.
 TEST_F(InformerTest, ResyncUpdatesGoOnlyToHandlersThatAreDue) {
@@ -191,7 +191,7 @@ TEST_F(InformerTest, ResyncUpdatesGoOnlyToHandlersThatAreDue) {
   EXPECT_EQ(lw_->lists.size(), 1u) << "resync never contacts the server";
 }
 
-// §1.7 item 3: a handler period in (0, 1s) is raised to 1s.
+// A handler period in (0, 1s) is raised to 1s.
 TEST_F(InformerTest, TinyResyncPeriodIsRaisedToOneSecond) {
   remake(10s);
   std::vector<std::string> log;
@@ -199,7 +199,7 @@ TEST_F(InformerTest, TinyResyncPeriodIsRaisedToOneSecond) {
   EXPECT_EQ(informer_->resyncCheckPeriod(), 1s);
 }
 
-// A relist whose list lacks an object deletes it with "final state unknown" (§1.3 item 5).
+// A relist whose list lacks an object deletes it with "final state unknown".
 TEST_F(InformerTest, RelistDeletesWhatDisappearedWithFinalStateUnknown) {
   std::vector<std::string> log;
   add(recorder(log));
@@ -216,7 +216,7 @@ TEST_F(InformerTest, RelistDeletesWhatDisappearedWithFinalStateUnknown) {
   EXPECT_EQ(informer_->indexer().size(), 1u);
 }
 
-// Issue 8, item 6 (client-go's determineResyncPeriod): an informer whose default resync period
+// As client-go's determineResyncPeriod: an informer whose default resync period
 // is 0 never resyncs; a handler asking for a period does not turn resync on.
 TEST_F(InformerTest, HandlerResyncDoesNotTurnOnResyncOfAnInformerThatNeverResyncs) {
   std::vector<std::string> log;
@@ -378,7 +378,7 @@ double decodeFailuresMetric(prometheus::Registry& registry, const std::string& r
   return -1;
 }
 
-// Issue 8, item 3b: an object that does not decode stays in the cache as an explicit
+// An object that does not decode stays in the cache as an explicit
 // undecodable entry (not in the typed view), handlers are told, the failure is counted and
 // logged once per object version, a later good version replaces the entry and a DELETED removes
 // it; the resourceVersion advances throughout.
@@ -489,7 +489,7 @@ TEST_F(InformerTest, AddEventHandlerAfterStopFails) {
 namespace egress::cache {
 namespace {
 
-// §1.6 item 9: listers by namespace (through the index) and by label selector.
+// Listers by namespace (through the index) and by label selector.
 TEST(Lister, ListsByNamespaceAndSelector) {
   Indexer<TestObject> idx;
   auto put = [&idx](const std::string& ns, const std::string& name, const std::string& app) {

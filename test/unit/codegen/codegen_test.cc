@@ -316,7 +316,7 @@ TEST(CodegenEmitTest, CodecsAndClientNameEveryType) {
               HasSubstr("ExampleV1Client exampleV1() const"));
 }
 
-// ---- Issue 8, item 20: what the emitters cannot handle is a parse error naming file:line.
+// ---- What the emitters cannot handle is a parse error naming file:line.
 
 // The error of a one-field struct `A` whose field (with its marker lines) is `field`; the field's
 // first line is types.h:5.
@@ -531,7 +531,7 @@ struct Mouse {
   }
 }
 
-// ---- Issue 8, item 21: the CRD emitter and the validation emitter read the same constraints.
+// ---- The CRD emitter and the validation emitter read the same constraints.
 
 TEST(CodegenEmitTest, MapValueFormatIsCheckedByTheValidatorToo) {
   auto r = parse(R"(

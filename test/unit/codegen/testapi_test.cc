@@ -469,7 +469,7 @@ TEST(TestApiTest, EverySampleIsValidAndSurvivesARoundTrip) {
   }
 }
 
-// Issue 8, item 21: for each constraint in the CRDs, a value that breaks it (and only it, as far
+// For each constraint in the CRDs, a value that breaks it (and only it, as far
 // as the sample allows) is refused by decode + validate at the same path.
 TEST(TestApiTest, EveryCrdConstraintIsCheckedByValidate) {
   int checks = 0;

@@ -2,8 +2,8 @@
 //
 // What the tests that program a kernel (in their own network namespace, netns_main.cc) share:
 // running a shell command or a function in a node's namespace, a pod's connection to the echo
-// server, the desired state of a node of the §3 topology, and items as sorted canonical lines to
-// compare what was programmed with what was read back.
+// server, the desired state of a node of the three-node topology (topology.h), and items as sorted
+// canonical lines to compare what was programmed with what was read back.
 #pragma once
 
 #include <algorithm>

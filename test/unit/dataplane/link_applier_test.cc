@@ -168,7 +168,7 @@ std::string resolve(const std::string& ip) {
                 "); case \"$e\" in *lladdr*|*FAILED*) break;; esac; sleep 0.1; done; echo \"$e\"");
 }
 
-// The holder side of dataplane.md §2.3 with real packets: proxy entry + host route + sysctls, and
+// The holder side of an egress IP with real packets: proxy entry + host route + sysctls, and
 // a namespace on the uplink resolves the egress IPs to the uplink's MAC, with arp_ignore=1
 // (kube-proxy's strictARP) and without proxy_arp.
 TEST_F(LinkApplierTest, TheHolderAnswersArpAndNdpForItsEgressIPs) {

@@ -1,5 +1,5 @@
-// Real packets through the data plane, without a control plane: the §3 topology of
-// dataplane.md (packets/topology.sh: an underlay bridge, three node namespaces with a
+// Real packets through the data plane, without a control plane: a three-node cluster
+// (packets/topology.sh: an underlay bridge, three node namespaces with a
 // flannel-like VXLAN CNI and its MASQUERADE, pods behind veths, an external echo server that
 // answers with the address it saw), each node programmed by the appliers with the desired state
 // computeDesiredState gives it for the same ClusterView the agent would cache (topology.h), and
@@ -62,7 +62,7 @@ int program(const std::string& node, ClusterView v) {
   return changes;
 }
 
-// The §3 cluster, dual-stack: p3 is selected in both families, n1 holds 192.168.50.200 and
+// The three-node cluster, dual-stack: p3 is selected in both families, n1 holds 192.168.50.200 and
 // fd00:50::200.
 ClusterView cluster() {
   return testing::dualStackTopology("n1");
@@ -277,7 +277,7 @@ TEST_F(PacketsTest, ASelectedPodReachedThroughDnatAnswersFromTheNodeNotTheEgress
 }
 
 TEST_F(PacketsTest, ReleasingAnEgressIPDeletesTheConnectionsItsHolderSNATed) {
-  // dataplane.md §2.5 "Release": n1 SNATs p3's connections to .200 and fd00:50::200; the
+  // The release of an address: n1 SNATs p3's connections to .200 and fd00:50::200; the
   // cleaner deletes exactly the entries whose reply goes to the IP, open connections included,
   // and none of another address's.
   sh("ip netns exec p3 python3 " + kDir + "/client.py 192.168.50.100 hold:2 > " +

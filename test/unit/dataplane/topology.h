@@ -1,8 +1,8 @@
 // File: topology.h
 //
-// The cluster of dataplane.md §3 as a ClusterView, for the data plane's tests: three nodes on
-// 192.168.50.0/24 (dual-stack InternalIPs), policy default/web selecting p1@n1 and p3@n3, its
-// one slot with egress IP .200 held by n1 (its gateway pod egw-web-a), every agent live, the
+// The three-node cluster of packets/topology.sh as a ClusterView, for the data plane's tests: three
+// nodes on 192.168.50.0/24 (dual-stack InternalIPs), policy default/web selecting p1@n1 and p3@n3,
+// its one slot with egress IP .200 held by n1 (its gateway pod egw-web-a), every agent live, the
 // egress IPs in the pools 192.168.50.192/26 and fd00:50::200/120. Tests
 // change the values (a holder, a liveness) instead of faking informers and clocks.
 #pragma once

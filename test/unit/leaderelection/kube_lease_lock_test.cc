@@ -1,6 +1,6 @@
 // Component tests of KubeLeaseLock against the in-process API server of test/unit/kube: the
-// requests it makes on coordination.k8s.io/v1 leases (§3.3 of runtime-anchors.md), that update
-// PUTs back the object it read with only the spec replaced, and how API errors come back.
+// requests it makes on coordination.k8s.io/v1 leases (as client-go's LeaseLock makes them), that
+// update PUTs back the object it read with only the spec replaced, and how API errors come back.
 #include "pkg/leaderelection/kube_lease_lock.h"
 
 #include <functional>
@@ -85,7 +85,7 @@ class KubeLeaseLockTest : public ::testing::Test {
   net::io_context ioc_;
 };
 
-// §3.3: the record is read from spec (MicroTimes included), and update PUTs the object it read,
+// The record is read from spec (MicroTimes included), and update PUTs the object it read,
 // resourceVersion and every metadata field included, with the spec replaced.
 TEST_F(KubeLeaseLockTest, UpdatePutsBackTheObjectItReadWithOnlyTheSpecReplaced) {
   int rv = 41;
@@ -142,7 +142,7 @@ TEST_F(KubeLeaseLockTest, UpdatePutsBackTheObjectItReadWithOnlyTheSpecReplaced) 
   EXPECT_STREQ(second["metadata"]["resourceVersion"].GetString(), "42");
 }
 
-// §3.3: a release writes holderIdentity "" explicitly (client-go sends a pointer to "").
+// A release writes holderIdentity "" explicitly (client-go sends a pointer to "").
 TEST_F(KubeLeaseLockTest, ReleasedRecordWritesAnEmptyHolder) {
   FakeApiServer server(ioc_, [&](const FakeRequest& req) {
     FakeResponse r;
@@ -178,7 +178,7 @@ std::function<FakeResponse(const FakeRequest&)> absentUntilCreated(bool& exists)
   };
 }
 
-// §3.3: NotFound on get; create POSTs a new Lease (with the lock's labels) to the collection;
+// NotFound on get; create POSTs a new Lease (with the lock's labels) to the collection;
 // labels are merged into an existing object's on update, the others kept.
 TEST_F(KubeLeaseLockTest, CreatesWhenAbsentAndMergesLabels) {
   bool exists = false;

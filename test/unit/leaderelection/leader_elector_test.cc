@@ -1,6 +1,6 @@
 // Unit tests of LeaderElector on a FakeClock with an in-memory lock (fake_lease_lock.h). Each
-// test names the checklist item of /work/shared/research/runtime-anchors.md §3 (client-go
-// tools/leaderelection) or §5 (metrics) it covers, or says which deliberate deviation it pins.
+// test names the client-go behaviour (tools/leaderelection, and its metrics) it checks, or says
+// which deliberate deviation it pins.
 #include "pkg/leaderelection/leader_elector.h"
 
 #include <functional>
@@ -132,7 +132,7 @@ class LeaderElectorTest : public ::testing::Test {
   prometheus::Registry registry_;
 };
 
-// §3.1.1: every rejection of NewLeaderElector, in client-go's order and wording.
+// Every rejection of NewLeaderElector, in client-go's order and wording.
 TEST(LeaderElectionConfigValidation, RejectsWhatClientGoRejects) {
   net::io_context ioc;
   FakeClock clock(ioc.get_executor());
@@ -199,7 +199,7 @@ TEST(LeaderElectionConfigValidation, RejectsWhatClientGoRejects) {
   EXPECT_THAT(created.error(), ::testing::HasSubstr("whole seconds"));
 }
 
-// §3.1.2: the defaults are client-go's core-client defaults.
+// The defaults are client-go's core-client defaults.
 TEST(LeaderElectionConfigValidation, DefaultsAre15s10s2s) {
   LeaderElectionConfig c;
   EXPECT_EQ(c.leaseDuration, seconds(15));
@@ -208,7 +208,7 @@ TEST(LeaderElectionConfigValidation, DefaultsAre15s10s2s) {
   EXPECT_FALSE(c.releaseOnCancel);
 }
 
-// §3.1.3 and §5: leader_election_master_status{name} is 0 from construction, 1 while leading,
+// Leader_election_master_status{name} is 0 from construction, 1 while leading,
 // 0 again after.
 TEST_F(LeaderElectorTest, MasterStatusGaugeFollowsLeadership) {
   auto a = candidate("a");
@@ -223,7 +223,7 @@ TEST_F(LeaderElectorTest, MasterStatusGaugeFollowsLeadership) {
   EXPECT_EQ(metricValue(registry_, "leader_election_master_status"), 0);
 }
 
-// §3.2.4.2 (NotFound → Create with LeaderTransitions 0) and §3.3 (what is written).
+// NotFound → Create with LeaderTransitions 0, and what is written.
 TEST_F(LeaderElectorTest, CreatesTheLeaseWhenNotFound) {
   auto a = candidate("a");
   const auto wall = clock_.wallNow();
@@ -242,8 +242,8 @@ TEST_F(LeaderElectorTest, CreatesTheLeaseWhenNotFound) {
   EXPECT_EQ(store_.count("create"), 1u);
 }
 
-// §3.2.3 (renew every RetryPeriod) and §3.2.4.1 (fast path: one Update, no Get, keeping
-// AcquireTime and LeaderTransitions).
+// Renew every RetryPeriod, on the fast path: one Update, no Get, keeping AcquireTime and
+// LeaderTransitions.
 TEST_F(LeaderElectorTest, RenewsOnTheFastPathKeepingAcquireTimeAndTransitions) {
   auto a = candidate("a");
   const auto acquired = clock_.wallNow();
@@ -260,8 +260,8 @@ TEST_F(LeaderElectorTest, RenewsOnTheFastPathKeepingAcquireTimeAndTransitions) {
   EXPECT_TRUE(a->elector->isLeader());
 }
 
-// §3.2.4.1 (a failed optimistic Update falls through to the slow path) and §3.2.4.5 (the slow
-// path renewal keeps AcquireTime/LeaderTransitions and counts leader_election_slowpath_total).
+// A failed optimistic Update falls through to the slow path, whose renewal keeps
+// AcquireTime/LeaderTransitions and counts leader_election_slowpath_total.
 TEST_F(LeaderElectorTest, FastPathConflictFallsBackToTheSlowPath) {
   auto a = candidate("a");
   start(*a);
@@ -275,7 +275,7 @@ TEST_F(LeaderElectorTest, FastPathConflictFallsBackToTheSlowPath) {
   EXPECT_EQ(metricValue(registry_, "leader_election_slowpath_total"), 1);
 }
 
-// §3.2.4.3/3.2.4.4/3.2.5 and §3.2.6: a new candidate waits a full LeaseDuration from ITS OWN first
+// A new candidate waits a full LeaseDuration from ITS OWN first
 // observation of the record, although the record's renewTime is 30 years old; then it takes
 // over with LeaderTransitions + 1.
 TEST_F(LeaderElectorTest, WaitsAFullLeaseDurationFromItsOwnObservation) {
@@ -298,7 +298,7 @@ TEST_F(LeaderElectorTest, WaitsAFullLeaseDurationFromItsOwnObservation) {
   EXPECT_THAT(a->events, ElementsAre("new:other", "new:a", "started"));
 }
 
-// §3.2.5: the remote renewTime is never compared with the local clock. A holder whose clock is
+// The remote renewTime is never compared with the local clock. A holder whose clock is
 // decades behind keeps the lease as long as its record keeps changing; one whose renewTime is
 // far in the future loses it a LeaseDuration after it stops changing.
 TEST_F(LeaderElectorTest, ClockSkewInTheRemoteRenewTimeIsIgnored) {
@@ -320,7 +320,7 @@ TEST_F(LeaderElectorTest, ClockSkewInTheRemoteRenewTimeIsIgnored) {
   EXPECT_TRUE(a->elector->isLeader());
 }
 
-// §3.2.5: a holder whose clock runs 75 years ahead gains nothing either: its lease is taken a
+// A holder whose clock runs 75 years ahead gains nothing either: its lease is taken a
 // LeaseDuration after this candidate first saw it.
 TEST_F(LeaderElectorTest, RenewTimeFarInTheFutureDoesNotExtendTheLease) {
   store_.setRecord(otherHolder("ahead", 15, clock_.wallNow() + hours(24 * 365 * 75)));
@@ -333,7 +333,7 @@ TEST_F(LeaderElectorTest, RenewTimeFarInTheFutureDoesNotExtendTheLease) {
   EXPECT_EQ(store_.record()->leaderTransitions, 1);
 }
 
-// §3.2.5, last bullet: the duration is the HOLDER's leaseDurationSeconds from the record.
+// Last bullet: the duration is the HOLDER's leaseDurationSeconds from the record.
 TEST_F(LeaderElectorTest, UsesTheHoldersLeaseDurationSeconds) {
   store_.setRecord(otherHolder("slow", 60, clock_.wallNow()));
   auto a = candidate("a");
@@ -345,7 +345,7 @@ TEST_F(LeaderElectorTest, UsesTheHoldersLeaseDurationSeconds) {
   EXPECT_EQ(store_.record()->leaseDurationSeconds, 15);  // ours from now on
 }
 
-// §3.2.4.4: an empty holder (a released lease) is taken at once.
+// An empty holder (a released lease) is taken at once.
 TEST_F(LeaderElectorTest, ReleasedLeaseIsTakenImmediately) {
   LeaderElectionRecord released{"", 1, clock_.wallNow(), clock_.wallNow(), 4};
   store_.setRecord(released);
@@ -356,7 +356,7 @@ TEST_F(LeaderElectorTest, ReleasedLeaseIsTakenImmediately) {
   EXPECT_EQ(elapsed(), Clock::Duration::zero());
 }
 
-// §3.2.2, deliberate deviation: client-go spaces acquire retries by Jitter(RetryPeriod, 1.2) =
+// Deliberate deviation: client-go spaces acquire retries by Jitter(RetryPeriod, 1.2) =
 // RetryPeriod * (1 + r * 1.2); ours by RetryPeriod * (1 - r * 0.2), never longer than RetryPeriod,
 // so a waiting candidate sees a renewal (or a release) within one RetryPeriod.
 TEST_F(LeaderElectorTest, AcquireRetriesAreJitteredDownward) {
@@ -373,7 +373,7 @@ TEST_F(LeaderElectorTest, AcquireRetriesAreJitteredDownward) {
                               milliseconds(5400), milliseconds(7200), milliseconds(9000)));
 }
 
-// §3.2.4.4 with the deviation above: the candidate also attempts exactly when the lease it
+// With the deviation above: the candidate also attempts exactly when the lease it
 // observed expires (15 s after it first saw the record), not at its next periodic retry (16.2 s).
 TEST_F(LeaderElectorTest, CandidateAttemptsExactlyWhenTheObservedLeaseExpires) {
   store_.setRecord(otherHolder("other", 15, clock_.wallNow()));
@@ -387,8 +387,8 @@ TEST_F(LeaderElectorTest, CandidateAttemptsExactlyWhenTheObservedLeaseExpires) {
   EXPECT_EQ(store_.calls().back().at - t0_, seconds(15));
 }
 
-// §3.2.3: when renewals fail for RenewDeadline the leader stops (metric off, OnStoppedLeading),
-// and §3.2.1: run() returns and never campaigns again. Deliberate: the deadline counts from the
+// When renewals fail for RenewDeadline the leader stops (metric off, OnStoppedLeading),
+// and run() returns and never campaigns again. Deliberate: the deadline counts from the
 // start of the last successful renewal (here 2 s), so leadership ends at 12 s.
 TEST_F(LeaderElectorTest, GivesUpWhenRenewalsFailForRenewDeadline) {
   auto a = candidate("a");
@@ -466,7 +466,7 @@ TEST_F(LeaderElectorTest, AnotherHolderInTheLockEndsLeadershipAtOnce) {
   EXPECT_THAT(a->events, ElementsAre("new:a", "started", "new:usurper", "stopped"));
 }
 
-// §3.2.7 (TestReleaseLeaseLeases, TestReleaseOnCancellation_Leases): with ReleaseOnCancel,
+// TestReleaseLeaseLeases, TestReleaseOnCancellation_Leases: with ReleaseOnCancel,
 // stopping writes holder "", leaseDurationSeconds 1, the transitions kept. Deliberate: the work
 // is told to stop (onStoppedLeading) BEFORE the lease is given away.
 TEST_F(LeaderElectorTest, ReleaseOnCancelWritesAnEmptyHolderKeepingTransitions) {
@@ -490,7 +490,7 @@ TEST_F(LeaderElectorTest, ReleaseOnCancelWritesAnEmptyHolderKeepingTransitions) 
   EXPECT_EQ(a->elector->getLeader(), "");
 }
 
-// §3.2.7 (TestReleaseRetriesOnConflict): release retries after a Conflict.
+// TestReleaseRetriesOnConflict: release retries after a Conflict.
 TEST_F(LeaderElectorTest, ReleaseRetriesOnConflict) {
   auto a = candidate("a", [](LeaderElectionConfig& c) { c.releaseOnCancel = true; });
   start(*a);
@@ -507,7 +507,7 @@ TEST_F(LeaderElectorTest, ReleaseRetriesOnConflict) {
   EXPECT_EQ(store_.record()->holderIdentity, "");
 }
 
-// §3.2.3/3.2.7: without ReleaseOnCancel the lease is left to expire.
+// Without ReleaseOnCancel the lease is left to expire.
 TEST_F(LeaderElectorTest, NoReleaseWithoutReleaseOnCancel) {
   auto a = candidate("a");
   start(*a);
@@ -529,7 +529,7 @@ TEST_F(LeaderElectorTest, ReleaseNeverBlanksASuccessorsRecord) {
   EXPECT_EQ(store_.record()->holderIdentity, "successor");
 }
 
-// §3.2.1: OnStoppedLeading is called even by a candidate that never led.
+// OnStoppedLeading is called even by a candidate that never led.
 TEST_F(LeaderElectorTest, OnStoppedLeadingIsCalledEvenIfNeverLed) {
   store_.setRecord(otherHolder("other", 15, clock_.wallNow()));
   auto a = candidate("a", [](LeaderElectionConfig& c) { c.releaseOnCancel = true; });
@@ -562,7 +562,7 @@ TEST_F(LeaderElectorTest, StopDuringAnInflightAcquireReleasesWhatItWon) {
   EXPECT_THAT(a->events, ElementsAre("stopped"));    // but never started leading
 }
 
-// §3.2.8: OnNewLeader on the first observation and on every change of holder.
+// OnNewLeader on the first observation and on every change of holder.
 TEST_F(LeaderElectorTest, OnNewLeaderReportsEveryObservedChangeOfHolder) {
   store_.setRecord(otherHolder("x", 15, clock_.wallNow()));
   auto a = candidate("a");
@@ -625,7 +625,7 @@ TEST_F(LeaderElectorTest, LosingTheCreateRaceMeansFollowing) {
   EXPECT_EQ(a->elector->getLeader(), "winner");
 }
 
-// §3.2.1: run() is single-shot; a second call returns at once.
+// Run() is single-shot; a second call returns at once.
 TEST_F(LeaderElectorTest, RunCampaignsOnce) {
   auto a = candidate("a");
   start(*a);
@@ -639,7 +639,7 @@ TEST_F(LeaderElectorTest, RunCampaignsOnce) {
   EXPECT_EQ(store_.count("get"), 1u);
 }
 
-// Issue 8 item 9: a lock operation that throws is a failed attempt, like one that returns an
+// A lock operation that throws is a failed attempt, like one that returns an
 // error: the candidate retries after retryPeriod and stop() still ends run().
 void LeaderElectorTest::expectAThrowIsAFailedAcquire() {
   auto a = candidate("a");
@@ -694,7 +694,7 @@ TEST_F(LeaderElectorTest, ThrowingReleaseEndsRun) {
   EXPECT_EQ(store_.record()->holderIdentity, "a");
 }
 
-// Issue 8 item 8: the lease is released only once the work it guards has stopped: the release
+// The lease is released only once the work it guards has stopped: the release
 // update is not issued while onStoppedLeading is still suspended (its work takes 1 s of fake
 // time to drain), and is right after it completed.
 TEST_F(LeaderElectorTest, ReleaseWaitsForTheGuardedWorkToDrain) {
@@ -758,7 +758,7 @@ TEST_F(LeaderElectorTest, GracefulStopKeepsRenewingWhileTheWorkDrains) {
   EXPECT_TRUE(b->elector->isLeader()) << "released at the end of the drain";
 }
 
-// Issue 8 item 4: destroying the elector while the io_context runs is safe in every state (a
+// Destroying the elector while the io_context runs is safe in every state (a
 // request in flight while acquiring, renewing or releasing; waiting for its next attempt; inside
 // onStoppedLeading): its coroutines touch no freed memory (ASan), start no further lock request,
 // call no callback, and run() still returns once the request in flight completed.

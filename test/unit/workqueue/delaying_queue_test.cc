@@ -1,5 +1,5 @@
 // Tests for pkg/workqueue/delaying_queue.h, mirroring client-go's
-// util/workqueue/delaying_queue_test.go (runtime-anchors §2.2). Time is a FakeClock: items
+// util/workqueue/delaying_queue_test.go (client-go). Time is a FakeClock: items
 // become ready only when the test advances it.
 #include "pkg/workqueue/delaying_queue.h"
 
@@ -26,7 +26,7 @@ class DelayingQueueTest : public WorkqueueTest {
   }
 };
 
-// runtime-anchors §2.2 items 1-3 (TestSimpleQueue): an item added after 50ms arrives once the
+// client-go's TestSimpleQueue: an item added after 50ms arrives once the
 // clock passes 50ms, and only once (stepping past client-go's 10s heartbeat adds nothing).
 TEST_F(DelayingQueueTest, SimpleQueue) {
   DelayingQueue<std::string> queue(config());
@@ -44,7 +44,7 @@ TEST_F(DelayingQueueTest, SimpleQueue) {
   EXPECT_EQ(queue.len(), 0u);
 }
 
-// runtime-anchors §2.2 item 2 (TestDeduping): a second addAfter for a waiting item keeps the
+// client-go's TestDeduping: a second addAfter for a waiting item keeps the
 // earlier time; a later one does not postpone it and does not make it fire twice.
 TEST_F(DelayingQueueTest, Deduping) {
   DelayingQueue<std::string> queue(config());
@@ -71,7 +71,7 @@ TEST_F(DelayingQueueTest, Deduping) {
   EXPECT_EQ(queue.len(), 0u);
 }
 
-// runtime-anchors §2.2 items 2-3 (TestAddTwoFireEarly): an earlier item added after a later
+// client-go's TestAddTwoFireEarly: an earlier item added after a later
 // one re-arms the timer and comes out first; a third one added meanwhile keeps its own time.
 TEST_F(DelayingQueueTest, AddTwoFireEarly) {
   DelayingQueue<std::string> queue(config());
@@ -94,7 +94,7 @@ TEST_F(DelayingQueueTest, AddTwoFireEarly) {
   EXPECT_EQ(take(queue), Item("baz"));
 }
 
-// runtime-anchors §2.2 item 2 (TestCopyShifting): items that all become ready in one step come
+// client-go's TestCopyShifting: items that all become ready in one step come
 // out in deadline order, not in the order they were added.
 TEST_F(DelayingQueueTest, ItemsComeOutInDeadlineOrder) {
   DelayingQueue<std::string> queue(config());
@@ -110,7 +110,7 @@ TEST_F(DelayingQueueTest, ItemsComeOutInDeadlineOrder) {
   EXPECT_EQ(take(queue), Item("foo"));
 }
 
-// runtime-anchors §2.2 item 1: a zero or negative delay adds at once, without the clock moving
+// client-go: a zero or negative delay adds at once, without the clock moving
 // and without waiting for the io_context.
 TEST_F(DelayingQueueTest, ZeroOrNegativeDelayAddsNow) {
   DelayingQueue<std::string> queue(config());
@@ -122,7 +122,7 @@ TEST_F(DelayingQueueTest, ZeroOrNegativeDelayAddsNow) {
   EXPECT_EQ(clock_.waiters(), 0u);
 }
 
-// runtime-anchors §2.2 item 4: a plain add() does not cancel a pending addAfter(), so the item
+// client-go: a plain add() does not cancel a pending addAfter(), so the item
 // comes back when its time arrives (client-go behaves the same, kubernetes#112325).
 TEST_F(DelayingQueueTest, PlainAddDoesNotCancelPendingAddAfter) {
   DelayingQueue<std::string> queue(config());
@@ -134,7 +134,7 @@ TEST_F(DelayingQueueTest, PlainAddDoesNotCancelPendingAddAfter) {
   EXPECT_EQ(queue.len(), 1u);
 }
 
-// runtime-anchors §2.2 item 1 ("ignored while shutting down") and §2.1 item 5: shutdown drops
+// client-go ("ignored while shutting down"): shutdown drops
 // waiting items, stops the timer, and later addAfter calls are ignored.
 TEST_F(DelayingQueueTest, ShutDownStopsTheWaitingLoop) {
   DelayingQueue<std::string> queue(config());
@@ -152,7 +152,7 @@ TEST_F(DelayingQueueTest, ShutDownStopsTheWaitingLoop) {
   EXPECT_EQ(getNow(queue), std::nullopt);
 }
 
-// runtime-anchors §2.2 item 3 (our variant of the wake-ups): the waiting coroutine sleeps only
+// client-go (our variant of the wake-ups): the waiting coroutine sleeps only
 // while something waits, so an idle queue holds no timer.
 TEST_F(DelayingQueueTest, IdleQueueHoldsNoTimer) {
   DelayingQueue<std::string> queue(config());
@@ -174,7 +174,7 @@ TEST_F(DelayingQueueTest, IdleQueueHoldsNoTimer) {
   EXPECT_EQ(queue.len(), 3u);
 }
 
-// runtime-anchors §2.3 item 3 (a limiter can answer "never"): the largest delay saturates the
+// client-go (a limiter can answer "never"): the largest delay saturates the
 // deadline instead of overflowing into the past.
 TEST_F(DelayingQueueTest, MaximalDelayNeverFires) {
   DelayingQueue<std::string> queue(config());
@@ -184,7 +184,7 @@ TEST_F(DelayingQueueTest, MaximalDelayNeverFires) {
   EXPECT_EQ(queue.waiting(), 1u);
 }
 
-// runtime-anchors §2.2, lifetime: destroying a queue with items waiting cancels its timer; the
+// client-go, lifetime: destroying a queue with items waiting cancels its timer; the
 // waiting coroutine exits on its own when the io_context next runs.
 TEST_F(DelayingQueueTest, DestroyingTheQueueStopsItsTimer) {
   auto queue = std::make_unique<DelayingQueue<std::string>>(config());

@@ -1,6 +1,6 @@
 // Tests for the workqueue_* metrics (pkg/workqueue/metrics.h and the hooks in the queues):
 // names, the `name` label, client-go's buckets, and the values after a scripted sequence
-// (runtime-anchors §2.4 and §5). Read back through prometheus-cpp's TextSerializer, as the
+// (client-go). Read back through prometheus-cpp's TextSerializer, as the
 // /metrics endpoint would show them.
 #include "pkg/workqueue/metrics.h"
 
@@ -28,7 +28,7 @@ std::string serialize(prometheus::Registry& registry) {
   return prometheus::TextSerializer().Serialize(registry.Collect());
 }
 
-// runtime-anchors §5 (buckets): ExponentialBuckets(10e-9, 10, 10) as Go computes it.
+// client-go (buckets): ExponentialBuckets(10e-9, 10, 10) as Go computes it.
 TEST(DurationBuckets, MatchClientGo) {
   const auto buckets = durationBuckets();
   ASSERT_EQ(buckets.size(), 10u);
@@ -39,7 +39,7 @@ TEST(DurationBuckets, MatchClientGo) {
   }
 }
 
-// runtime-anchors §2.4 (every row) and §5 (names, label, buckets): a scripted sequence on a
+// client-go (every row; names, label, buckets): a scripted sequence on a
 // named rate-limiting queue, with the 500ms unfinished-work refresh driven by the FakeClock.
 TEST_F(MetricsTest, ScriptedSequence) {
   prometheus::Registry registry;
@@ -115,7 +115,7 @@ TEST_F(MetricsTest, ScriptedSequence) {
   EXPECT_THAT(text, HasSubstr(w + "\"10\"} 3\n"));
 }
 
-// runtime-anchors §2.1 item 7: the refresh coroutine runs only with metrics and stops at
+// client-go: the refresh coroutine runs only with metrics and stops at
 // shutdown, so it holds no timer afterwards.
 TEST_F(MetricsTest, RefreshStopsAtShutDown) {
   prometheus::Registry registry;
@@ -132,7 +132,7 @@ TEST_F(MetricsTest, RefreshStopsAtShutDown) {
   EXPECT_EQ(clock_.waiters(), 0u);
 }
 
-// runtime-anchors §2.1 item 7 and §5: no registry or no name means no metrics; a plain queue
+// client-go: no registry or no name means no metrics; a plain queue
 // has no retries series (only delaying queues do); two queues share the families, one series
 // each.
 TEST_F(MetricsTest, WhichSeriesExist) {

@@ -1,5 +1,5 @@
 // Tests for pkg/workqueue/queue.h, mirroring client-go's util/workqueue/queue_test.go
-// (runtime-anchors §2.1). Workers are coroutines on one io_context; "processing takes time" is
+// (client-go). Workers are coroutines on one io_context; "processing takes time" is
 // a FakeClock sleep, so several workers really hold items at once.
 #include "pkg/workqueue/queue.h"
 
@@ -89,7 +89,7 @@ bool allDone(const std::vector<std::optional<bool>>& flags) {
 
 class QueueTest : public WorkqueueTest, public ::testing::WithParamInterface<bool> {};
 
-// runtime-anchors §2.1 items 1-5 (TestBasic): 50 producers x 50 adds, 10 workers taking 3ms per
+// client-go's TestBasic: 50 producers x 50 adds, 10 workers taking 3ms per
 // item; shut down with ShutDown or ShutDownWithDrain (the parameter). Every item is processed,
 // never by two workers at once, nothing added after shutdown is handed out, workers all exit.
 TEST_P(QueueTest, BasicSeveralProducersAndWorkers) {
@@ -128,7 +128,7 @@ TEST_P(QueueTest, BasicSeveralProducersAndWorkers) {
   EXPECT_EQ(queue.len(), 0u);
 }
 
-// runtime-anchors §2.1 items 1 and 3 (TestAddWhileProcessing): every worker re-adds the item it
+// client-go's TestAddWhileProcessing: every worker re-adds the item it
 // is processing once; each item is then processed exactly twice, never concurrently.
 TEST_P(QueueTest, AddWhileProcessing) {
   const bool withDrain = GetParam();
@@ -166,7 +166,7 @@ TEST_P(QueueTest, AddWhileProcessing) {
 INSTANTIATE_TEST_SUITE_P(ShutDownOrDrain, QueueTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Drain" : "ShutDown"; });
 
-// runtime-anchors §2.1 items 1 and 4 (TestLen, TestCollapse): adding an item that is already
+// client-go (TestLen, TestCollapse): adding an item that is already
 // waiting is a no-op; len() counts queued items only.
 TEST_F(WorkqueueTest, AddOfDirtyItemIsDeduped) {
   Queue<std::string> queue(config());
@@ -181,7 +181,7 @@ TEST_F(WorkqueueTest, AddOfDirtyItemIsDeduped) {
   EXPECT_EQ(queue.len(), 0u);
 }
 
-// runtime-anchors §2.1 items 1-4 (TestReinsert): an item added while processing is not queued
+// client-go's TestReinsert: an item added while processing is not queued
 // until done(), then comes back exactly once.
 TEST_F(WorkqueueTest, ReAddWhileProcessingIsQueuedAfterDone) {
   Queue<std::string> queue(config());
@@ -196,7 +196,7 @@ TEST_F(WorkqueueTest, ReAddWhileProcessingIsQueuedAfterDone) {
   EXPECT_EQ(queue.len(), 0u);
 }
 
-// runtime-anchors §2.1 items 1 and 3 (TestCollapseWhileProcessing): two adds while processing
+// client-go's TestCollapseWhileProcessing: two adds while processing
 // collapse into one, and a second worker waiting in get() is not handed the item until the
 // first calls done().
 TEST_F(WorkqueueTest, ItemIsNeverHandedToTwoWorkers) {
@@ -219,7 +219,7 @@ TEST_F(WorkqueueTest, ItemIsNeverHandedToTwoWorkers) {
   EXPECT_EQ(queue.len(), 0u);
 }
 
-// runtime-anchors §2.1 items 1-2 (fairness; one wake per item): three workers parked in get();
+// client-go (fairness; one wake per item): three workers parked in get();
 // one add wakes exactly one of them (the one that waited longest), two more adds the others.
 TEST_F(WorkqueueTest, WakesAsManyGettersAsItemsArrive) {
   Queue<std::string> queue(config());
@@ -243,7 +243,7 @@ TEST_F(WorkqueueTest, WakesAsManyGettersAsItemsArrive) {
   EXPECT_EQ(*got[2], Item("c"));
 }
 
-// runtime-anchors §2.1 "fair" (our addition): a woken getter whose item was taken first by a
+// client-go "fair" (our addition): a woken getter whose item was taken first by a
 // running coroutine goes back to the head of the line, not behind getters that came later.
 TEST_F(WorkqueueTest, WokenGetterThatFindsNothingKeepsItsPlace) {
   Queue<std::string> queue(config());
@@ -267,7 +267,7 @@ TEST_F(WorkqueueTest, WokenGetterThatFindsNothingKeepsItsPlace) {
   poll();
 }
 
-// runtime-anchors §2.1 items 2 and 5: shutDown() wakes every parked getter with nullopt.
+// client-go: shutDown() wakes every parked getter with nullopt.
 TEST_F(WorkqueueTest, ShutDownWakesWaitingGetters) {
   Queue<std::string> queue(config());
   std::vector<std::optional<Item>> got(3);
@@ -285,7 +285,7 @@ TEST_F(WorkqueueTest, ShutDownWakesWaitingGetters) {
   }
 }
 
-// runtime-anchors §2.1 items 1 and 2: after ShutDown, adds are ignored but what was queued is
+// client-go: after ShutDown, adds are ignored but what was queued is
 // still handed out, then get() returns nullopt.
 TEST_F(WorkqueueTest, QueuedItemsAreStillHandedOutAfterShutDown) {
   Queue<std::string> queue(config());
@@ -299,7 +299,7 @@ TEST_F(WorkqueueTest, QueuedItemsAreStillHandedOutAfterShutDown) {
   EXPECT_EQ(getNow(queue), std::nullopt);
 }
 
-// runtime-anchors §2.1 item 6 (TestQueueDrainageUsingShutDownWithDrain): the drain waits until
+// client-go's TestQueueDrainageUsingShutDownWithDrain: the drain waits until
 // both in-flight items are done; getters meanwhile see the shutdown.
 TEST_F(WorkqueueTest, QueueDrainageUsingShutDownWithDrain) {
   Queue<std::string> queue(config());
@@ -320,7 +320,7 @@ TEST_F(WorkqueueTest, QueueDrainageUsingShutDownWithDrain) {
   EXPECT_TRUE(drained.has_value());
 }
 
-// runtime-anchors §2.1 item 5 (TestNoQueueDrainageUsingShutDown): ShutDown does not wait for
+// client-go's TestNoQueueDrainageUsingShutDown: ShutDown does not wait for
 // in-flight items; it returns at once (it is not even a coroutine).
 TEST_F(WorkqueueTest, NoQueueDrainageUsingShutDown) {
   Queue<std::string> queue(config());
@@ -333,7 +333,7 @@ TEST_F(WorkqueueTest, NoQueueDrainageUsingShutDown) {
   EXPECT_EQ(getNow(queue), std::nullopt);
 }
 
-// runtime-anchors §2.1 item 6, "a later ShutDown aborts the wait"
+// client-go, "a later ShutDown aborts the wait"
 // (TestForceQueueShutdownUsingShutDown).
 TEST_F(WorkqueueTest, ForceQueueShutdownUsingShutDown) {
   Queue<std::string> queue(config());
@@ -350,7 +350,7 @@ TEST_F(WorkqueueTest, ForceQueueShutdownUsingShutDown) {
   EXPECT_TRUE(drained.has_value());
 }
 
-// runtime-anchors §2.1 items 3 and 6 (TestQueueDrainageUsingShutDownWithDrainWithDirtyItem):
+// client-go's TestQueueDrainageUsingShutDownWithDrainWithDirtyItem:
 // during a drain, done() of an item re-added while processing puts it back, and a getter
 // receives it before finally seeing the shutdown.
 TEST_F(WorkqueueTest, QueueDrainageUsingShutDownWithDrainWithDirtyItem) {
@@ -372,7 +372,7 @@ TEST_F(WorkqueueTest, QueueDrainageUsingShutDownWithDrainWithDirtyItem) {
   EXPECT_TRUE(drained.has_value());
 }
 
-// Deliberate deviation from runtime-anchors §2.1 item 3 (see QueueState::done): done() of an
+// Deliberate deviation from client-go (see QueueState::done): done() of an
 // item nobody is processing must not queue it a second time (client-go would, and two workers
 // could then hold it).
 TEST_F(WorkqueueTest, DoneOfAnItemNotBeingProcessedIsIgnored) {
@@ -384,7 +384,7 @@ TEST_F(WorkqueueTest, DoneOfAnItemNotBeingProcessedIsIgnored) {
   EXPECT_EQ(queue.len(), 0u);
 }
 
-// runtime-anchors §2.1 item 5, lifetime: destroying the queue shuts it down, and workers parked
+// client-go, lifetime: destroying the queue shuts it down, and workers parked
 // in get() wake with nullopt instead of touching freed memory.
 TEST_F(WorkqueueTest, DestroyingTheQueueReleasesParkedGetters) {
   auto queue = std::make_unique<Queue<std::string>>(config());
@@ -401,7 +401,7 @@ TEST_F(WorkqueueTest, DestroyingTheQueueReleasesParkedGetters) {
   }
 }
 
-// Lifetime (issue 8, "any other hazard of the same kind"): a getter woken for an item just before
+// Lifetime: a getter woken for an item just before
 // the queue is destroyed gets nullopt, not an item whose done() it could only call on the
 // destroyed queue.
 TEST_F(WorkqueueTest, GetterWokenJustBeforeTheQueueIsDestroyedTakesNothing) {
@@ -416,7 +416,7 @@ TEST_F(WorkqueueTest, GetterWokenJustBeforeTheQueueIsDestroyedTakesNothing) {
   EXPECT_EQ(*got, std::nullopt);
 }
 
-// runtime-anchors §2.1 item 2, cancellation (our addition): a get() cancelled by Asio (here by
+// client-go, cancellation (our addition): a get() cancelled by Asio (here by
 // losing an `||` race to a timeout) leaves the line and takes nothing, so the next item goes
 // to the next getter.
 TEST_F(WorkqueueTest, CancelledGetTakesNothing) {
@@ -433,7 +433,7 @@ TEST_F(WorkqueueTest, CancelledGetTakesNothing) {
   EXPECT_EQ(getNow(queue), Item("a"));
 }
 
-// Issue 8 item 7: a getter in `get() || timeout` that is signalled in the same tick as its
+// A getter in `get() || timeout` that is signalled in the same tick as its
 // timeout fires must not take the item when the timeout wins: the item is either what the race
 // returned or still queued, and never stuck in processing (on the old queue it was taken,
 // discarded by `||`, and no later getter ever saw it). A getter parked behind it receives it:

@@ -1,5 +1,5 @@
 // Tests for pkg/workqueue/rate_limiter.h and token_bucket.h, mirroring client-go's
-// util/workqueue/default_rate_limiters_test.go (runtime-anchors §2.3). Limiters are pure: no
+// util/workqueue/default_rate_limiters_test.go (client-go). Limiters are pure: no
 // io_context is run, time comes from a FakeClock the test moves.
 #include "pkg/workqueue/rate_limiter.h"
 
@@ -28,7 +28,7 @@ class RateLimiterTest : public ::testing::Test {
   FakeClock clock_{ioc_.get_executor()};
 };
 
-// runtime-anchors §2.3 item 2 (TestItemExponentialFailureRateLimiter): base * 2^failures per
+// client-go's TestItemExponentialFailureRateLimiter: base * 2^failures per
 // item, counted per item, reset by forget().
 TEST(ItemExponentialFailureRateLimiter, DoublesPerItemAndForgetResets) {
   ItemExponentialFailureRateLimiter<std::string> limiter(milliseconds(1), seconds(1));
@@ -48,7 +48,7 @@ TEST(ItemExponentialFailureRateLimiter, DoublesPerItemAndForgetResets) {
   EXPECT_EQ(limiter.when("one"), milliseconds(1));
 }
 
-// runtime-anchors §2.3 item 2 (TestItemExponentialFailureRateLimiterOverFlow): huge failure
+// client-go's TestItemExponentialFailureRateLimiterOverFlow: huge failure
 // counts saturate at the maximum instead of overflowing.
 TEST(ItemExponentialFailureRateLimiter, OverflowSaturatesAtMax) {
   ItemExponentialFailureRateLimiter<std::string> limiter(milliseconds(1), seconds(1000));
@@ -72,7 +72,7 @@ TEST(ItemExponentialFailureRateLimiter, OverflowSaturatesAtMax) {
   EXPECT_EQ(slow.when("overflow2"), hours(1000));
 }
 
-// runtime-anchors §2.3 item 2: with the controller defaults (5ms, 1000s) calls 1..18 return
+// client-go: with the controller defaults (5ms, 1000s) calls 1..18 return
 // 5ms * 2^(n-1), up to 655.36s, and call 19 onward returns the 1000s cap.
 TEST(ItemExponentialFailureRateLimiter, ControllerDefaultsSequence) {
   ItemExponentialFailureRateLimiter<std::string> limiter(milliseconds(5), seconds(1000));
@@ -85,7 +85,7 @@ TEST(ItemExponentialFailureRateLimiter, ControllerDefaultsSequence) {
   EXPECT_EQ(limiter.numRequeues("key"), 20);
 }
 
-// Deliberate deviation, runtime-anchors §2.3 item 2 ("float overflow -> max"): a backoff of
+// Deliberate deviation, client-go ("float overflow -> max"): a backoff of
 // exactly 2^63ns passes client-go's `> MaxInt64` test and converts to a negative delay in Go;
 // we cap it.
 TEST(ItemExponentialFailureRateLimiter, ExactlyTwoToTheSixtyThreeIsCapped) {
@@ -97,7 +97,7 @@ TEST(ItemExponentialFailureRateLimiter, ExactlyTwoToTheSixtyThreeIsCapped) {
   EXPECT_EQ(limiter.when("key"), hours(1000000));
 }
 
-// runtime-anchors §2.3 item 6 (TestItemFastSlowRateLimiter): fast for the first N attempts,
+// client-go's TestItemFastSlowRateLimiter: fast for the first N attempts,
 // then slow; per item; forget resets.
 TEST(ItemFastSlowRateLimiter, FastThenSlow) {
   ItemFastSlowRateLimiter<std::string> limiter(milliseconds(5), seconds(10), 3);
@@ -117,7 +117,7 @@ TEST(ItemFastSlowRateLimiter, FastThenSlow) {
   EXPECT_EQ(limiter.when("one"), milliseconds(5));
 }
 
-// runtime-anchors §2.3 item 4 (TestMaxOfRateLimiter): every limiter is asked, the longest
+// client-go's TestMaxOfRateLimiter: every limiter is asked, the longest
 // delay wins, numRequeues is the largest, forget reaches all.
 TEST(MaxOfRateLimiter, LongestDelayWins) {
   auto limiter = makeMaxOfRateLimiter<std::string>(
@@ -140,7 +140,7 @@ TEST(MaxOfRateLimiter, LongestDelayWins) {
   EXPECT_EQ(limiter->when("one"), milliseconds(5));
 }
 
-// runtime-anchors §2.3 item 3: one bucket for all items; at 10 qps / burst 100 the first 100
+// client-go: one bucket for all items; at 10 qps / burst 100 the first 100
 // reservations are free, then each waits 100ms more than the previous (a reservation is taken
 // even though nobody waits). numRequeues is always 0 and forget does nothing.
 TEST_F(RateLimiterTest, BucketBurstThenQps) {
@@ -160,7 +160,7 @@ TEST_F(RateLimiterTest, BucketBurstThenQps) {
   EXPECT_EQ(limiter.when("a"), milliseconds(100));
 }
 
-// runtime-anchors §2.3 item 3: the bucket refills at most to its burst.
+// client-go: the bucket refills at most to its burst.
 TEST_F(RateLimiterTest, BucketRefillIsCappedAtBurst) {
   BucketRateLimiter<std::string> limiter(clock_, 10, 100);
   for (int i = 0; i < 150; ++i) {
@@ -173,7 +173,7 @@ TEST_F(RateLimiterTest, BucketRefillIsCappedAtBurst) {
   EXPECT_EQ(limiter.when("x"), milliseconds(100));
 }
 
-// runtime-anchors §2.3 item 3, x/time/rate edge cases behind Reserve().Delay(): rate Inf never
+// client-go, x/time/rate edge cases behind Reserve().Delay(): rate Inf never
 // waits; rate 0 grants the burst and then never; burst 0 never grants.
 TEST(TokenBucket, RateLimitEdgeCases) {
   const auto t0 = std::chrono::steady_clock::time_point{} + hours(1);
@@ -196,7 +196,7 @@ TEST(TokenBucket, RateLimitEdgeCases) {
   EXPECT_EQ(third.reserve(t0), std::chrono::nanoseconds(333333333));
 }
 
-// runtime-anchors §2.3 item 6 (WithMaxWaitRateLimiter): any limiter's delay, capped.
+// client-go's WithMaxWaitRateLimiter: any limiter's delay, capped.
 TEST(WithMaxWaitRateLimiter, CapsTheDelay) {
   WithMaxWaitRateLimiter<std::string> limiter(
       std::make_unique<ItemExponentialFailureRateLimiter<std::string>>(milliseconds(60),
@@ -209,7 +209,7 @@ TEST(WithMaxWaitRateLimiter, CapsTheDelay) {
   EXPECT_EQ(limiter.numRequeues("a"), 0);
 }
 
-// runtime-anchors §2.3 items 4-5 and §4.2: the default controller limiter is the max of the
+// client-go: the default controller limiter is the max of the
 // per-item exponential (5ms..1000s) and the shared 10 qps / burst 100 bucket.
 TEST_F(RateLimiterTest, DefaultControllerRateLimiter) {
   auto limiter = defaultControllerRateLimiter<std::string>(clock_);
@@ -228,7 +228,7 @@ TEST_F(RateLimiterTest, DefaultControllerRateLimiter) {
   EXPECT_EQ(limiter->when("c"), milliseconds(200));
 }
 
-// runtime-anchors §2.3 item 6 (DefaultItemBasedRateLimiter): exponential from 1ms.
+// client-go's DefaultItemBasedRateLimiter: exponential from 1ms.
 TEST(DefaultItemBasedRateLimiter, StartsAtOneMillisecond) {
   auto limiter = defaultItemBasedRateLimiter<std::string>();
   EXPECT_EQ(limiter->when("a"), milliseconds(1));

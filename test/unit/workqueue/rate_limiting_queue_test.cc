@@ -1,5 +1,5 @@
 // Tests for pkg/workqueue/rate_limiting_queue.h, mirroring client-go's
-// util/workqueue/rate_limiting_queue_test.go (runtime-anchors §2.3 item 1).
+// util/workqueue/rate_limiting_queue_test.go (client-go).
 #include "pkg/workqueue/rate_limiting_queue.h"
 
 #include <memory>
@@ -14,7 +14,7 @@ namespace {
 
 using RateLimitingQueueTest = WorkqueueTest;
 
-// runtime-anchors §2.3 item 1 (TestRateLimitingQueue): addRateLimited waits as long as the
+// client-go's TestRateLimitingQueue: addRateLimited waits as long as the
 // limiter says (1ms, then 2ms for the next failure), numRequeues counts per item, and forget
 // starts the item over at 1ms.
 TEST_F(RateLimitingQueueTest, AddRateLimitedUsesTheLimiter) {
@@ -55,7 +55,7 @@ TEST_F(RateLimitingQueueTest, AddRateLimitedUsesTheLimiter) {
   EXPECT_EQ(queue.len(), 2u);  // "one", and "two" (its first, 1ms, add won)
 }
 
-// runtime-anchors §2.3 item 5: without a limiter in the config the queue uses the default
+// client-go: without a limiter in the config the queue uses the default
 // controller limiter, whose first delay for an item is 5ms.
 TEST_F(RateLimitingQueueTest, DefaultsToTheControllerRateLimiter) {
   RateLimitingQueue<std::string> queue(config());
@@ -67,7 +67,7 @@ TEST_F(RateLimitingQueueTest, DefaultsToTheControllerRateLimiter) {
   EXPECT_EQ(queue.numRequeues("a"), 1);
 }
 
-// runtime-anchors §2.3 item 1 with §2.2 item 1: while shutting down the item is not added, but
+// client-go: while shutting down the item is not added, but
 // the limiter still records the failure (client-go asks it before AddAfter checks shutdown).
 TEST_F(RateLimitingQueueTest, AddRateLimitedAfterShutDownOnlyCountsTheFailure) {
   RateLimitingQueue<std::string> queue(config());

@@ -232,7 +232,7 @@ TEST(ValidateTest, SelectorRequirementsNeedValuesExactlyForInAndNotIn) {
                      "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"}));
 }
 
-// Item 3a of issue 8: a selector the CRD schema accepts decodes (so the informer keeps the
+// A selector the CRD schema accepts decodes (so the informer keeps the
 // policy), and validate() reports what is semantically wrong with it.
 TEST(ValidateTest, DecodedPolicyWithMalformedSelectorIsReportedByValidate) {
   rapidjson::Document doc;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The §3 topology of dataplane.md, made inside the test's private network namespace (the test
+# A three-node cluster topology, made inside the test's private network namespace (the test
 # re-executes itself under `unshare -m -n`; every namespace below lives on a tmpfs /run/netns of
 # that mount namespace and vanishes with it). No packet leaves these namespaces.
 #   ul       bridge br0 for 192.168.50.0/24 (the underlay)
