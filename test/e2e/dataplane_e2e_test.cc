@@ -416,6 +416,14 @@ TEST_F(DataplaneE2E, ATenantWithEditRightsCannotMakeAnyNodeAnnounceSnatOrRefuse)
                   .ok());
   ASSERT_EQ(kubectlOut({"auth", "can-i", "create", "configmaps", "-n", evil, as}), "yes\n");
   ASSERT_EQ(kubectlOut({"auth", "can-i", "create", "pods", "-n", evil, as}), "yes\n");
+  // Nor the holder record (a policy's status), in its namespace or the victim's: `can-i` says
+  // "no" and exits 1, which kubectl() reports as a failure.
+  for (const std::string& ns : {evil, std::string(kNs)}) {
+    auto status = controlPlane().kubectl({"auth", "can-i", "update",
+                                          "egressgatewaypolicies.networking.egressgateway.dev",
+                                          "--subresource=status", "-n", ns, as});
+    EXPECT_EQ(status.output, "no\n") << ns;
+  }
 
   // The external host talks to the router, so it has the router's MAC in its ARP cache (a
   // gratuitous ARP would overwrite an existing entry).
