@@ -8,6 +8,10 @@ JOBS ?= $(shell nproc)
 CTEST_FLAGS ?= --output-on-failure
 IMAGE ?= egress-gateway-operator:dev
 FUZZ_SECONDS ?= 60
+# `make fuzz` also runs the operator's model test (test/unit/controller/operator_model_test.cc)
+# over this many seeds of this many steps (about 3 s a seed of 1,500 steps here).
+MODEL_SEEDS ?= 100
+MODEL_STEPS ?= 1500
 
 .PHONY: all deps testenv configure build test test-unit test-e2e test-asan generate verify-generate \
         lint format demo bench fuzz image test-image docker-build clean
@@ -68,8 +72,10 @@ bench: testenv build
 
 # libFuzzer: the generated decoders, pkg/ipam, the watch decoder and the kubeconfig loader, each
 # FUZZ_SECONDS from its committed corpus (clang-14, ASan + UBSan, its own build dir: build/fuzz).
-fuzz: deps
+fuzz: deps build
 	hack/fuzz.sh $(FUZZ_SECONDS)
+	EGRESS_MODEL_SEED=$${EGRESS_MODEL_SEED:-$$(date +%s)} EGRESS_MODEL_SEEDS=$(MODEL_SEEDS) \
+	  EGRESS_MODEL_STEPS=$(MODEL_STEPS) $(BUILD_DIR)/test/unit/controller/controller_operator_model_test
 
 # The image, built here with podman from the Dockerfile (hack/image/build.sh: local debootstrap
 # bases, this machine's Debian archive, the operator compiled in the build stage with this

@@ -467,11 +467,16 @@ Result<std::unique_ptr<Manager>, std::string> Manager::create(const net::any_io_
   }
   kube::RestClientOptions clientOptions;
   clientOptions.clock = s->clock;
-  auto client = kube::RestClient::create(executor, config, &s->registry, clientOptions);
-  if (!client) {
-    return "building the Kubernetes client: " + client.error().message();
+  if (deps.transport) {
+    s->client = std::make_unique<kube::RestClient>(executor, config, std::move(deps.transport),
+                                                   &s->registry, clientOptions);
+  } else {
+    auto client = kube::RestClient::create(executor, config, &s->registry, clientOptions);
+    if (!client) {
+      return "building the Kubernetes client: " + client.error().message();
+    }
+    s->client = std::move(*client);
   }
-  s->client = std::move(*client);
 
   if (deps.listerWatchers) {
     s->factory = std::make_unique<cache::SharedInformerFactory>(

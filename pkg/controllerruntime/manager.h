@@ -63,6 +63,7 @@
 #include "pkg/controllerruntime/manager_options.h"
 #include "pkg/controllerruntime/runnable.h"
 #include "pkg/kube/rest_config.h"
+#include "pkg/kube/transport.h"
 #include "pkg/leaderelection/lease_lock.h"
 
 namespace prometheus {
@@ -85,6 +86,8 @@ struct ManagerDeps {
   // Unset = kube::loadRestConfig(options.kubeconfig). The Manager builds its REST client from it
   // either way, so rest_client_* always land in its registry.
   std::optional<kube::RestConfig> restConfig;
+  // Null = the transport restConfig describes. Tests answer requests in-process with their own.
+  std::unique_ptr<kube::Transport> transport;
   // Empty = informers list and watch through the REST client.
   cache::SharedInformerFactory::ListerWatcherMaker listerWatchers;
   // Null = a KubeLeaseLock on options' Lease. Not owned; must outlive the Manager's coroutines.

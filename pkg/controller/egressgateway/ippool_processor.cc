@@ -88,6 +88,23 @@ const std::string& ownerOf(const EgressGatewayPolicyInfo& info) {
   return info.policy && !info.policy->metadata.uid.empty() ? info.policy->metadata.uid : info.key;
 }
 
+void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info) {
+  const auto& status = info.current->status;
+  // An empty ledger names no pool: what was taken came from the one the spec names.
+  const std::string& pool = status.pool.empty() ? info.poolName : status.pool;
+  auto released =
+      ctx.allocator.commit(ownerOf(info), pool, statusLedger(status), addressesInUse(ctx, info));
+  if (released.empty()) {
+    return;
+  }
+  spdlog::info("egressgateway: policy {}: {} returned to IPAMPool {} (never written to its ledger)",
+               info.key, join(released), pool);
+  wakeWaiting(ctx, pool, released);
+  if (!pool.empty()) {
+    ctx.pools.addAfter(pool, kPoolStatusBatch);
+  }
+}
+
 std::set<ipam::Address> addressesInUse(const Context& ctx, const EgressGatewayPolicyInfo& info) {
   // What the published view names (the slices as cached, and as this process last wrote them
   // if the cache is behind): an agent may hold it as long as a slice says so.

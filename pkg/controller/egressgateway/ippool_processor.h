@@ -78,4 +78,11 @@ const std::string& ownerOf(const EgressGatewayPolicyInfo& info);
 // info.viewInFlight), and those a live agent reports programmed.
 std::set<ipam::Address> addressesInUse(const Context& ctx, const EgressGatewayPolicyInfo& info);
 
+// A status write of a policy that got no assignment this reconcile (its spec is invalid) just
+// succeeded: a compare-and-swap, so info.current's ledger is what the API server holds. What the
+// allocator took for the policy beyond that ledger (a ledger write that failed before the spec
+// turned invalid) goes back to its pool, unless in use; nothing else would return it, since an
+// invalid policy is not assigned again until its spec is fixed.
+void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info);
+
 }  // namespace egress::controller

@@ -1,6 +1,7 @@
 #include "pkg/controller/egressgateway/status_processor.h"
 
 #include "pkg/controller/conditions.h"
+#include "pkg/controller/egressgateway/ippool_processor.h"
 #include "pkg/controller/egressgateway/render.h"
 #include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/names.h"
@@ -48,6 +49,9 @@ net::awaitable<ReconcileResult> StatusProcessor::process(EgressGatewayPolicyInfo
       co_await writePolicyStatus(ctx_.client, info, std::move(status), "writing status", &written);
   if (!written) {
     co_return r;
+  }
+  if (!info.assignment) {
+    returnUnwritten(ctx_, info);
   }
   summaryChanged(ctx_);
   co_return ReconcileResult::done();

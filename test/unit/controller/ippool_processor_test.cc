@@ -19,6 +19,7 @@
 #include "pkg/controller/conditions.h"
 #include "pkg/controller/egressgateway/deployment_processor.h"
 #include "pkg/controller/egressgateway/status.h"
+#include "pkg/controller/egressgateway/status_processor.h"
 #include "pkg/controller/names.h"
 #include "pkg/kube/rest_client.h"
 #include "test/testutil/run_sync.h"
@@ -231,6 +232,32 @@ TEST_F(IPPoolProcessorTest, AConflictingLedgerWriteRequeuesAndTheRetryWritesTheS
   testutil::runSync(ioc_, flushEvents(*recorder_, clock_.now() + std::chrono::seconds(30)));
   ASSERT_EQ(events_.size(), 1u) << ::testing::PrintToString(events_);
   EXPECT_THAT(events_[0], ::testing::HasSubstr("Allocated"));
+}
+
+// A ledger write fails, and before the retry the spec turns invalid (replicas: 0): an invalid
+// policy is not assigned again, so nothing would ever return what the allocator took for the
+// write that never landed. The status write that reports InvalidSpec is a compare-and-swap on a
+// ledger without it; once it succeeds, the address goes back to the pool. (Found by the model
+// test, seed 7: a pool full of addresses nobody held.)
+TEST_F(IPPoolProcessorTest, AnAddressTakenForALedgerWriteThatFailedIsReturnedOnceTheSpecIsInvalid) {
+  auto i = info();
+  addPod(i, "gw-a", 10);
+  conflicts_ = 1;
+  ASSERT_EQ(process(i), ReconcileResult::requeue());
+  const auto taken = i.assignment->entries.at(0).front();
+  ASSERT_EQ(ctx_->allocator.holderOf(taken), "ns/p");
+
+  auto invalid = testing::policyInfo(2, 0);
+  invalid.poolName = "pool";
+  invalid.pool = cache_->pool("pool");
+  ASSERT_TRUE(process(invalid).isDone());
+  ASSERT_FALSE(invalid.assignment);
+  EXPECT_EQ(ctx_->allocator.holderOf(taken), "ns/p") << "not before a write confirms the ledger";
+
+  StatusProcessor status(*ctx_);
+  ASSERT_TRUE(testutil::runSync(ioc_, status.process(invalid)).isDone());
+  EXPECT_EQ(statusWrites_, 1);
+  EXPECT_EQ(ctx_->allocator.holderOf(taken), "") << "the write confirmed a ledger without it";
 }
 
 // A holder being deleted keeps its entry until it is gone; then the oldest waiting pod takes it,
