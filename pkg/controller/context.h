@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include "pkg/base/clock.h"
@@ -35,6 +36,10 @@ struct Context {
   controllerruntime::Enqueuer policies;
   controllerruntime::Enqueuer pools;
   controllerruntime::Enqueuer operatorConfig;
+  // Per policy, the resourceVersion this process's last status write returned: the watch event
+  // that brings exactly that version back (its echo) tells the reconcile nothing it did not
+  // write, and queues nothing.
+  std::map<std::string, std::string> policyStatusWrites;
 };
 
 // A policy's or a pool's status changed: the OperatorConfig's summary is recounted soon, once

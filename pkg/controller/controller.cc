@@ -141,6 +141,7 @@ Result<Ok, std::string> MainController::setUp(cache::SharedInformerFactory& fact
                                            agents_,
                                            {},
                                            {},
+                                           {},
                                            {}});
   auto opts = [&](const char* controllerName, int workers) {
     return controllerruntime::Controller::Options{controllerName, workers, options_.clock,

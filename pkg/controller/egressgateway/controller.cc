@@ -29,8 +29,23 @@ Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
       failed.push_back(reg.error().message());
     }
   };
-  check(cache->policies().addEventHandler(
-      controllerruntime::enqueueForObject<v1alpha1::EgressGatewayPolicy>(policies)));
+  // The echo of this process's own status write queues nothing: the reconcile that wrote it
+  // already went on from the written object (useOwnWrite). Anyone else's write of the status
+  // (a deposed leader's late one, a user's) is a new version and queues the policy.
+  Context* ctx = &ctx_;
+  check(cache->policies().addEventHandler(enqueueMapped<v1alpha1::EgressGatewayPolicy>(
+      policies,
+      [](const v1alpha1::EgressGatewayPolicy& p) {
+        return std::vector<std::string>{cache::objectKey(p.metadata)};
+      },
+      [ctx](const v1alpha1::EgressGatewayPolicy&, const v1alpha1::EgressGatewayPolicy& p) {
+        auto it = ctx->policyStatusWrites.find(cache::objectKey(p.metadata));
+        if (it == ctx->policyStatusWrites.end() || it->second != p.metadata.resourceVersion) {
+          return true;
+        }
+        ctx->policyStatusWrites.erase(it);
+        return false;
+      })));
   check(cache->pools().addEventHandler(enqueueMapped<v1alpha1::IPAMPool>(
       policies,
       [cache](const v1alpha1::IPAMPool& p) { return cache->policyKeysUsingPool(p.metadata.name); },
@@ -56,9 +71,16 @@ Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
       policies, [byLabel](const policy::PodDisruptionBudget& p) { return byLabel(p.metadata); })));
   // A slice's policy: an orphan (its policy gone, say while no operator ran) is deleted by the
   // reconcile of a policy that is not there.
+  // The echo of this process's own view write queues nothing either, unless the policy's
+  // release of an address waits for the cache to show that the view no longer names it.
+  DeploymentProcessor* deployment = deployment_.get();
   check(cache->slices().addEventHandler(enqueueMapped<v1alpha1::EgressPolicySlice>(
-      policies, [](const v1alpha1::EgressPolicySlice& s) {
+      policies,
+      [](const v1alpha1::EgressPolicySlice& s) {
         return std::vector<std::string>{s.spec.policy.namespace_ + "/" + s.spec.policy.name};
+      },
+      [ctx, deployment](const v1alpha1::EgressPolicySlice&, const v1alpha1::EgressPolicySlice& s) {
+        return !deployment->isOwnViewWrite(s) || releaseWaits(*ctx, s.spec.policy.uid);
       })));
   // A gateway pod's ReplicaSet completes (or breaks) the chain of owners that proves the pod.
   check(cache->replicaSets().addEventHandler(
@@ -116,6 +138,7 @@ net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::st
       co_return ReconcileResult::done();
     }
     deployment_->forget(key);
+    ctx_.policyStatusWrites.erase(key);
     // Its series go whether or not it held anything (a policy that never got an address would
     // otherwise keep them for good); its addresses once its pods are gone.
     ctx_.metrics.removePolicy(info.ns, info.name);

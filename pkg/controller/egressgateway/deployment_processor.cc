@@ -209,6 +209,13 @@ void DeploymentProcessor::useOwnViewWrites(EgressGatewayPolicyInfo& info) {
   viewWritten_.erase(it);  // the cache shows it (or a later version)
 }
 
+bool DeploymentProcessor::isOwnViewWrite(const v1alpha1::EgressPolicySlice& slice) const {
+  auto it = viewWritten_.find(slice.spec.policy.namespace_ + "/" + slice.spec.policy.name);
+  return it != viewWritten_.end() && it->second.slice == slice.metadata.name &&
+         !it->second.resourceVersion.empty() &&
+         it->second.resourceVersion == slice.metadata.resourceVersion;
+}
+
 ReconcileResult DeploymentProcessor::failed(EgressGatewayPolicyInfo& info, ReconcileResult r) {
   // Once per failure: retries back off with the same error, and the status says it meanwhile.
   if (conditionReason(info.current->status.conditions, kConditionGatewayAvailable) !=

@@ -43,6 +43,9 @@ class DeploymentProcessor : public PolicyProcessor {
   // (or none). An address the ledger drops stays held meanwhile: an agent may already program
   // what the write named. Forgotten once the cache shows the write or a later version.
   void useOwnViewWrites(EgressGatewayPolicyInfo& info);
+  // Whether `slice` is exactly the gateway part of the view as this process last wrote it (the
+  // watch's echo of that write).
+  bool isOwnViewWrite(const v1alpha1::EgressPolicySlice& slice) const;
 
  private:
   // `r`, a failed write, after recording it in `info` for the status and in a Warning Event.

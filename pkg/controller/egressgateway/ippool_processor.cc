@@ -88,6 +88,16 @@ const std::string& ownerOf(const EgressGatewayPolicyInfo& info) {
   return info.policy && !info.policy->metadata.uid.empty() ? info.policy->metadata.uid : info.key;
 }
 
+bool releaseWaits(const Context& ctx, const std::string& uid) {
+  auto held = ctx.allocator.heldBy(uid);
+  for (const auto& entry : ctx.allocator.committedEntries(uid)) {
+    for (const auto& a : entry) {
+      held.erase(a);
+    }
+  }
+  return !held.empty();
+}
+
 void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info) {
   const auto& status = info.current->status;
   // An empty ledger names no pool: what was taken came from the one the spec names.
@@ -269,7 +279,7 @@ net::awaitable<ReconcileResult> IPPoolProcessor::writeLedger(
     EgressGatewayPolicyInfo& info, v1alpha1::EgressGatewayPolicyStatus status) {
   // A conflict requeues: the next try reads the newer policy, and the allocator keeps what it
   // took meanwhile.
-  return writePolicyStatus(ctx_.client, info, std::move(status), "writing the ledger to status");
+  return writePolicyStatus(ctx_, info, std::move(status), "writing the ledger to status");
 }
 
 net::awaitable<Result<bool, std::string>> IPPoolProcessor::renewedSinceSeen(

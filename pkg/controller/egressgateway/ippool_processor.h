@@ -78,6 +78,10 @@ const std::string& ownerOf(const EgressGatewayPolicyInfo& info);
 // info.viewInFlight), and those a live agent reports programmed.
 std::set<ipam::Address> addressesInUse(const Context& ctx, const EgressGatewayPolicyInfo& info);
 
+// Whether the allocator holds, for owner `uid`, an address beyond its ledger: a release that
+// waits for the view, the pods or an agent to let go of it.
+bool releaseWaits(const Context& ctx, const std::string& uid);
+
 // A status write of a policy that got no assignment this reconcile (its spec is invalid) just
 // succeeded: a compare-and-swap, so info.current's ledger is what the API server holds. What the
 // allocator took for the policy beyond that ledger (a ledger write that failed before the spec

@@ -11,15 +11,15 @@ namespace egress::controller {
 
 using controllerruntime::ReconcileResult;
 
-net::awaitable<ReconcileResult> writePolicyStatus(kube::RestClient& client,
-                                                  EgressGatewayPolicyInfo& info,
+net::awaitable<ReconcileResult> writePolicyStatus(Context& ctx, EgressGatewayPolicyInfo& info,
                                                   v1alpha1::EgressGatewayPolicyStatus status,
                                                   std::string what, bool* written) {
   v1alpha1::EgressGatewayPolicy updated = *info.current;
   updated.status = std::move(status);
   std::optional<v1alpha1::EgressGatewayPolicy> result;
-  auto r = co_await writeStatus(client, std::move(updated), std::move(what), &result);
+  auto r = co_await writeStatus(ctx.client, std::move(updated), std::move(what), &result);
   if (result) {
+    ctx.policyStatusWrites[info.key] = result->metadata.resourceVersion;
     info.superseded.push_back(info.current->metadata.resourceVersion);
     info.current = std::move(*result);
   }
@@ -45,8 +45,7 @@ net::awaitable<ReconcileResult> StatusProcessor::process(EgressGatewayPolicyInfo
     co_return ReconcileResult::done();
   }
   bool written = false;
-  auto r =
-      co_await writePolicyStatus(ctx_.client, info, std::move(status), "writing status", &written);
+  auto r = co_await writePolicyStatus(ctx_, info, std::move(status), "writing status", &written);
   if (!written) {
     co_return r;
   }

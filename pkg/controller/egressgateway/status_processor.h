@@ -29,8 +29,9 @@ class StatusProcessor : public PolicyProcessor {
 // Writes `status` to the policy (status_write.h) and, once written, makes info.current the
 // written object, recording the version it replaced in info.superseded (the controller reads
 // its own write until the watch shows it). `written`, if not null, says whether it was.
+// The written version is also remembered as the write's echo (Context::policyStatusWrites).
 net::awaitable<controllerruntime::ReconcileResult> writePolicyStatus(
-    kube::RestClient& client, EgressGatewayPolicyInfo& info,
-    v1alpha1::EgressGatewayPolicyStatus status, std::string what, bool* written = nullptr);
+    Context& ctx, EgressGatewayPolicyInfo& info, v1alpha1::EgressGatewayPolicyStatus status,
+    std::string what, bool* written = nullptr);
 
 }  // namespace egress::controller

@@ -88,8 +88,8 @@ class IPPoolProcessorTest : public ::testing::Test {
     client_ = std::move(*c);
     recorder_ = std::make_unique<controllerruntime::EventRecorder>(
         ioc_.get_executor(), *client_, clock_, controllerruntime::EventRecorderOptions{}, nullptr);
-    ctx_ = std::make_unique<Context>(
-        Context{*client_, *cache_, allocator_, *recorder_, clock_, metrics_, agents_, {}, {}, {}});
+    ctx_ = std::make_unique<Context>(Context{
+        *client_, *cache_, allocator_, *recorder_, clock_, metrics_, agents_, {}, {}, {}, {}});
   }
 
   ~IPPoolProcessorTest() override {
