@@ -814,7 +814,7 @@ TEST_F(DataplaneE2E, ALiveHolderThatLosesTheIPForgetsTheConnectionsItSNATed) {
   EXPECT_THAT(agents_[2]->log(), HasSubstr("conntrack entries deleted"));
 }
 
-// T13: the holder cut off from the API (its TCP to the API server dropped on its node; the IP's
+// The holder cut off from the API (its TCP to the API server dropped on its node; the IP's
 // traffic itself unaffected) stops answering for the egress IPs once its own Lease is stale:
 // proxy ARP and NDP entries gone, its pod's connections refused (fail closed, never the node's
 // address); once the API answers again it holds them again.

@@ -97,25 +97,25 @@ class PacketsTest : public ::testing::Test {
 };
 
 TEST_F(PacketsTest, ASelectedPodLeavesWithTheEgressIPThroughTheTunnel) {
-  // T1, and T5: n3's CNI MASQUERADE is present and does not win.
+  // Through the tunnel; n3's CNI MASQUERADE is present and does not win.
   EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
 }
 
 TEST_F(PacketsTest, ASelectedPodOnTheHolderLeavesWithTheEgressIP) {
-  EXPECT_THAT(connect("p1", "192.168.50.100"), StartsWith("192.168.50.200:"));  // T2
+  EXPECT_THAT(connect("p1", "192.168.50.100"), StartsWith("192.168.50.200:"));
 }
 
 TEST_F(PacketsTest, NonSelectedPodsLeaveWithTheirNodesAddress) {
-  EXPECT_THAT(connect("p2", "192.168.50.100"), StartsWith("192.168.50.12:"));   // T3
-  EXPECT_THAT(connect("p3b", "192.168.50.100"), StartsWith("192.168.50.13:"));  // T3
+  EXPECT_THAT(connect("p2", "192.168.50.100"), StartsWith("192.168.50.12:"));
+  EXPECT_THAT(connect("p3b", "192.168.50.100"), StartsWith("192.168.50.13:"));
 }
 
 TEST_F(PacketsTest, AnExcludedDestinationSeesTheNodesAddress) {
-  EXPECT_THAT(connect("p3", "192.168.50.101"), StartsWith("192.168.50.13:"));  // T4
+  EXPECT_THAT(connect("p3", "192.168.50.101"), StartsWith("192.168.50.13:"));
 }
 
 TEST_F(PacketsTest, ReplyingThroughTheTunnelSurvivesStrictRpFilter) {
-  // T6: all.rp_filter=1 on every node (topology.sh); the reply came back to p3 through egw0.
+  // all.rp_filter=1 on every node (topology.sh); the reply came back to p3 through egw0.
   ASSERT_EQ(output("ip netns exec n3 sysctl -n net.ipv4.conf.all.rp_filter"), "1\n");
   EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
   EXPECT_EQ(output("ip netns exec n3 nstat -az TcpExtIPReversePathFilter | awk "
@@ -128,7 +128,7 @@ TEST_F(PacketsTest, WithNoHolderTheConnectionFailsAndTheServerNeverSeesANodeOrPo
   v.policies[0].slots[0].node.clear();
   programAll(v);
   sh(": > /tmp/egw-echo-peers.log");
-  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("error:"));  // T9
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("error:"));
   EXPECT_THAT(connect("p1", "192.168.50.100"), StartsWith("error:"));
   const auto seen = output("cat /tmp/egw-echo-peers.log");
   EXPECT_THAT(seen, Not(HasSubstr("192.168.50.1"))) << seen;
@@ -140,12 +140,12 @@ TEST_F(PacketsTest, WithNoHolderTheConnectionFailsAndTheServerNeverSeesANodeOrPo
 }
 
 TEST_F(PacketsTest, FullSizeWritesWithDontFragmentCompleteThroughTheTunnel) {
-  // T12: 1400-byte writes (DF) through a 1450-byte tunnel (the MSS clamp, or PMTU discovery).
+  // 1400-byte writes (DF) through a 1450-byte tunnel (the MSS clamp, or PMTU discovery).
   EXPECT_THAT(connect("p3", "192.168.50.100", "bulk"), HasSubstr("\nbulk ok"));
 }
 
 TEST_F(PacketsTest, BehindAPathMtuBlackholeTheMssClampStillFitsFullSizeWrites) {
-  // T12 where PMTU discovery cannot help (a firewall eating ICMP "too big", common upstream):
+  // The same where PMTU discovery cannot help (a firewall eating ICMP "too big", common upstream):
   // only the clamp of the SYN's MSS to the tunnel's MTU makes the segments fit. The route
   // caches are flushed first so no MTU learnt by an earlier test hides a missing clamp.
   const std::string drop4 = "OUTPUT -p icmp --icmp-type fragmentation-needed -j DROP";
@@ -196,8 +196,8 @@ TEST_F(PacketsTest, ANodeThatNoLongerHoldsTheIPDropsTunnelTrafficRatherThanSendI
 }
 
 TEST_F(PacketsTest, TheIPMovesToAnotherNodeAndNewConnectionsSeeItThere) {
-  // T7 without the agents: n1 is cut off, the operator names n2 in the IP's slot, every node is
-  // re-programmed and n2 announces (GARP), so ext's neighbour entry moves at once. T8: a
+  // Without the agents: n1 is cut off, the operator names n2 in the IP's slot, every node is
+  // re-programmed and n2 announces (GARP), so ext's neighbour entry moves at once. And a
   // connection open across the move keeps its address and port (ports preserved, conntrack
   // picks it up mid-stream on n2).
   ASSERT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
@@ -227,8 +227,8 @@ TEST_F(PacketsTest, TheIPMovesToAnotherNodeAndNewConnectionsSeeItThere) {
 }
 
 TEST_F(PacketsTest, IPv6PassesTheSameChecks) {
-  // T14: T1 (through the tunnel, next hop the holder's egw0 link-local), T3, T4, T12, T9; the
-  // move is in TheIPMovesToAnotherNode...
+  // Through the tunnel (next hop the holder's egw0 link-local), not selected, excluded, full-size
+  // writes, no holder; the move is in TheIPMovesToAnotherNode...
   EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("fd00:50::200:"));
   // Not selected: the CNI's IPv6 MASQUERADE, the node's address (the pods are fd00:244:N::/64,
   // inside the CNI's fd00:244::/32; a /48 there once matched no pod and hid this case).
@@ -249,7 +249,7 @@ TEST_F(PacketsTest, IPv6PassesTheSameChecks) {
 }
 
 TEST_F(PacketsTest, ASelectedPodReachedThroughDnatAnswersFromTheNodeNotTheEgressIP) {
-  // T10: ext connects to a NodePort-like DNAT on n3 into p3 (selected); the reply is a reply
+  // ext connects to a NodePort-like DNAT on n3 into p3 (selected); the reply is a reply
   // (ct direction reply returns before classify), so it goes back un-marked and un-SNATed to
   // .200, and the connection works. The server in p3 answers with the peer it saw: ext itself.
   sh("ip netns exec n3 iptables -t nat -A PREROUTING -d 192.168.50.13 -p tcp --dport 30080 "
@@ -331,7 +331,7 @@ TEST_F(PacketsTest, ReleasingAnEgressIPDeletesTheConnectionsItsHolderSNATed) {
 }
 
 TEST_F(PacketsTest, ARestartedAgentChangesNothingAndAnOpenConnectionLosesNoLine) {
-  // T11, without the process: fresh appliers (what a restarted agent makes) re-apply the same
+  // Without the process: fresh appliers (what a restarted agent makes) re-apply the same
   // state on every node while p3 echoes a line every 0.2 s through the tunnel.
   sh("ip netns exec p3 python3 " + kDir + "/client.py 192.168.50.100 hold:3 > " +
      "/run/netns/held.out 2>&1 & echo $! > /run/netns/held.pid");
