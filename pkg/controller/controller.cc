@@ -132,17 +132,8 @@ Result<Ok, std::string> MainController::setUp(cache::SharedInformerFactory& fact
   if (!options_.agentLeaseNamespace.empty()) {
     cache_->watchAgentLeases(factory, options_.agentLeaseNamespace);
   }
-  ctx_ = std::make_unique<Context>(Context{options_.client,
-                                           *cache_,
-                                           allocator_,
-                                           options_.recorder,
-                                           options_.clock,
-                                           metrics_,
-                                           agents_,
-                                           {},
-                                           {},
-                                           {},
-                                           {}});
+  ctx_ = std::make_unique<Context>(options_.client, *cache_, allocator_, options_.recorder,
+                                   options_.clock, metrics_, agents_);
   auto opts = [&](const char* controllerName, int workers) {
     return controllerruntime::Controller::Options{controllerName, workers, options_.clock,
                                                   options_.executor, options_.registry};
@@ -151,9 +142,6 @@ Result<Ok, std::string> MainController::setUp(cache::SharedInformerFactory& fact
       std::make_unique<EgressGatewayController>(opts("egressgateway", options_.workers), *ctx_);
   ipamPool_ = std::make_unique<IPAMPoolController>(opts("ipampool", 1), *ctx_);
   operator_ = std::make_unique<OperatorController>(opts("operator", 1), *ctx_);
-  ctx_->policies = egressGateway_->enqueuer();
-  ctx_->pools = ipamPool_->enqueuer();
-  ctx_->operatorConfig = operator_->enqueuer();
   if (cache_->agentLeases() != nullptr) {
     agentLease_ = std::make_unique<AgentLeaseController>(opts("agentlease", 1), *ctx_);
   }
@@ -185,18 +173,19 @@ std::vector<controllerruntime::Runnable*> MainController::subcontrollers() const
 Result<Ok, std::string> MainController::watchReservations() {
   // What no pool may hand out follows the Nodes and the OperatorConfig's clusterCIDRs.
   auto reserved = [this](const auto&...) { updateReserved(); };
-  cache::EventHandler<core::Node> nodes;
-  nodes.onAdd = reserved;
-  nodes.onUpdate = reserved;
-  nodes.onDelete = reserved;
-  if (auto reg = cache_->nodes().addEventHandler(std::move(nodes)); !reg) {
+  auto onEvery = [&reserved](auto handler) {
+    handler.onAdd = reserved;
+    handler.onUpdate = reserved;
+    handler.onDelete = reserved;
+    return handler;
+  };
+  if (auto reg = cache_->nodes().addEventHandler(onEvery(cache::EventHandler<core::Node>{}));
+      !reg) {
     return reg.error().message();
   }
-  cache::EventHandler<v1alpha1::OperatorConfig> configs;
-  configs.onAdd = reserved;
-  configs.onUpdate = reserved;
-  configs.onDelete = reserved;
-  if (auto reg = cache_->operatorConfigs().addEventHandler(std::move(configs)); !reg) {
+  if (auto reg = cache_->operatorConfigs().addEventHandler(
+          onEvery(cache::EventHandler<v1alpha1::OperatorConfig>{}));
+      !reg) {
     return reg.error().message();
   }
   return Ok{};

@@ -7,7 +7,7 @@
 //           and which keys an event queues, in its own controller.h), and keeps the allocator's
 //           reserved addresses (reserved.h: nodes, cluster CIDRs, the API server) in step with
 //           the Nodes and the OperatorConfig. It only composes: the subcontrollers reach each
-//           other through the Context's queues.
+//           other through the Context's triggers, each connected by the one it queues.
 //   start   (caches synced, lease won, no worker running yet) rebuilds the allocator from a
 //           fresh LIST of every policy's ledger (status.pool + status.gateways), read from the
 //           raw JSON so a policy the typed decoder refuses keeps its addresses too (fail

@@ -3,8 +3,8 @@
 // Controller: the seed's GenericController, run the way controller-runtime runs a controller.
 // A subclass names the informers it needs (watchResources), maps their events to keys
 // (addEventHandlers, usually with event_handlers.h), and reconciles a key (reconcile(), which
-// may run a chain of processors over what it gathered: processor.h). The Manager drives it as a
-// Runnable: setUp(factory) → start() → run() … stop().
+// may run processors over what it gathered; processor.h says how their results combine). The
+// Manager drives it as a Runnable: setUp(factory) → start() → run() … stop().
 //
 //   class ConfigMapController : public Controller {
 //    public:

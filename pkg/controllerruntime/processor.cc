@@ -2,24 +2,23 @@
 
 namespace egress::controllerruntime {
 
-bool foldProcessorResult(ReconcileResult& combined, ReconcileResult result,
-                         const std::string& processorName) {
+bool ProcessorResults::add(ReconcileResult result, const std::string& name) {
   switch (result.kind()) {
     case ReconcileResult::Kind::Done:
-      return false;
+      return true;
     case ReconcileResult::Kind::RequeueAfter:
-      if (combined.isDone() || result.after() < combined.after()) {
-        combined = std::move(result);
+      if (combined_.isDone() || result.after() < combined_.after()) {
+        combined_ = std::move(result);
       }
-      return false;
+      return true;
     case ReconcileResult::Kind::Requeue:
-      combined = std::move(result);
-      return true;
+      combined_ = std::move(result);
+      return false;
     case ReconcileResult::Kind::Error:
-      combined = ReconcileResult::error(processorName + ": " + result.message());
-      return true;
+      combined_ = ReconcileResult::error(name + ": " + result.message());
+      return false;
   }
-  return false;
+  return true;
 }
 
 }  // namespace egress::controllerruntime

@@ -655,16 +655,16 @@ std::string Allocator::holderOf(const Address& address) const {
   return it == holders_.end() ? "" : it->second.owner;
 }
 
-std::vector<std::string> Allocator::waitingFor(std::string_view pool,
-                                               const std::vector<Address>& freed) const {
+std::vector<std::string> Allocator::waitingFor(const std::vector<Address>& freed) const {
   std::vector<std::string> out;
   for (const auto& [owner, record] : owners_) {
-    const auto& families = record.waitingFamilies;
-    if (record.waitingPool.empty() || record.waitingPool != pool) {
+    const OwnerRecord& r = record;  // clang before 16 cannot capture a structured binding
+    if (r.waitingPool.empty()) {
       continue;
     }
-    if (std::any_of(freed.begin(), freed.end(),
-                    [&families](const Address& a) { return families.contains(a.family); })) {
+    if (std::any_of(freed.begin(), freed.end(), [&](const Address& a) {
+          return r.waitingFamilies.contains(a.family) && inPool(r.waitingPool, a);
+        })) {
       out.push_back(owner);
     }
   }

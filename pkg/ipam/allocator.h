@@ -242,11 +242,14 @@ class Allocator {
   std::vector<Entry> committedEntries(const std::string& owner) const;
   // Who holds `address`; "" if nobody.
   std::string holderOf(const Address& address) const;
-  // Owners whose last assign() in `pool` fell short for want of free addresses of a family one
-  // of `freed` is of: that release may let them complete (a freed IPv6 address does nothing for
-  // a policy short of IPv4 ones).
-  std::vector<std::string> waitingFor(std::string_view pool,
-                                      const std::vector<Address>& freed) const;
+  // Owners whose last assign() fell short for want of free addresses in a pool whose CIDRs
+  // contain one of `freed`, of that address's family: that release may let them complete (a
+  // freed IPv6 address does nothing for a policy short of IPv4 ones, nor one of another pool).
+  // By the addresses, not by whose they were: an address held with no ledger (rebuild() found it
+  // in use) has no pool of its owner's to go by.
+  std::vector<std::string> waitingFor(const std::vector<Address>& freed) const;
+  // The name of the first pool (by name) whose CIDRs contain `a`; "" if none does.
+  std::string poolContaining(const Address& a) const;
   // Every owner that holds something or has a committed ledger.
   std::vector<std::string> owners() const;
   // The owners (uids) known under `name`, holding something or with a committed ledger.
@@ -308,8 +311,6 @@ class Allocator {
   void unindexName(const std::string& owner, const std::string& name);
   // Whether pool `pool`'s CIDRs contain `a`.
   bool inPool(std::string_view pool, const Address& a) const;
-  // The name of the first pool (by name) whose CIDRs contain `a`; "" if none does.
-  std::string poolContaining(const Address& a) const;
 
   std::map<std::string, PoolRecord, std::less<>> pools_;
   std::map<std::string, std::string, std::less<>> overlaps_;  // newer pool -> older pool

@@ -1,11 +1,10 @@
 // File: egressgateway_policy.h
 //
-// EgressGatewayPolicyInfo: everything one reconcile of a policy looks at, gathered from the
-// shared cache once at its start (the seed's pkg/controller/apis EgressGatewayPolicyInfo), and
-// what the processors pass down the chain: the IPPoolProcessor's assignment, the
-// DeploymentProcessor's failure, and the policy as last written (a status update returns the new
-// resourceVersion the next write must carry).
-// The cached objects are shared and immutable; a processor never modifies them.
+// EgressGatewayPolicyInfo: everything one reconcile of a policy looks at, gathered once at its
+// start from the shared cache and this process's own writes the cache has yet to show (the
+// seed's pkg/controller/apis EgressGatewayPolicyInfo). It is read-only: the processors take it
+// const and return what they decided (LedgerPlan, below), which the controller hands to the
+// steps after them. The cached objects are shared and immutable.
 #pragma once
 
 #include <map>
@@ -22,7 +21,6 @@
 #include "pkg/apis/policy/pod_disruption_budget.h"
 #include "pkg/apis/validation/field_error.h"
 #include "pkg/cache/undecodable.h"
-#include "pkg/controllerruntime/processor.h"
 #include "pkg/ipam/allocator.h"
 
 namespace egress::controller {
@@ -86,29 +84,28 @@ struct EgressGatewayPolicyInfo {
   // handed to another pod before it is gone).
   std::vector<PodPtr> leavingSourcePods;
 
-  // Filled in by the processors, in order.
-  // The spec's problems (validate()); non-empty: nothing is allocated or applied.
-  validation::FieldErrors invalid;
-  // The IPPoolProcessor's result: the ledger as written, and why it is short, if it is.
-  std::optional<ipam::Assignment> assignment;
-  // And the gateway pod (name) it named to hold each entry ("" for none); absent: the holders
-  // the status names (entryHolders).
-  std::optional<std::vector<std::string>> holders;
+  // The policy this reconcile starts from: the cached one, or this process's own later status
+  // write while the watch has yet to deliver it (read your own writes). Unset while gone.
+  std::optional<v1alpha1::EgressGatewayPolicy> current;
   // Addresses the policy's data-plane view, as this process last wrote it, names while the cache
   // still shows an older view: in use, as if the cache showed them.
   std::set<ipam::Address> viewInFlight;
-  // The DeploymentProcessor's failure to write a gateway object ("" if none): the reconcile
-  // fails with it, and the status says so rather than that the gateway is on its way.
-  std::string applyFailure;
-  // The policy as last read or written (the status carries what was written).
-  std::optional<v1alpha1::EgressGatewayPolicy> current;
-  // The resourceVersions this reconcile's writes replaced (the cached one first).
-  std::vector<std::string> superseded;
 };
 
-// One step of a policy's reconcile: the egressgateway controller gathers the info view once and
-// runs its processors over it in order (controllerruntime::runProcessors); a processor may add to
-// the view what later ones need (the assignment and holders, the policy as last written).
-using PolicyProcessor = controllerruntime::Processor<EgressGatewayPolicyInfo>;
+// The IPPoolProcessor's decision, which the later steps of the reconcile are handed: the ledger
+// the policy holds and the gateway pod that holds each entry.
+struct LedgerPlan {
+  // The spec's problems; non-empty: nothing new is allocated and no gateway object is applied,
+  // and the ledger is the one the status records (kept).
+  validation::FieldErrors invalid;
+  // The allocator's answer (nullopt while the spec is invalid): the ledger's pool, and why it is
+  // short of the replicas, if it is.
+  std::optional<ipam::Assignment> assignment;
+  // The ledger, what every later step reads: the assignment's entries, or while the spec is
+  // invalid the ones the status records.
+  std::vector<ipam::Entry> entries;
+  // Per entry, the gateway pod (by name) that holds it; "" for none.
+  std::vector<std::string> holders;
+};
 
 }  // namespace egress::controller

@@ -12,12 +12,7 @@ namespace egress::controller {
 using controllerruntime::ReconcileResult;
 
 EgressGatewayController::EgressGatewayController(Options options, Context& ctx)
-    : Controller(std::move(options)),
-      ctx_(ctx),
-      ipPool_(std::make_shared<IPPoolProcessor>(ctx)),
-      deployment_(std::make_shared<DeploymentProcessor>(ctx)),
-      status_(std::make_shared<StatusProcessor>(ctx)),
-      processors_{ipPool_, deployment_, status_} {}
+    : Controller(std::move(options)), ctx_(ctx), ipPool_(ctx), deployment_(ctx), status_(ctx) {}
 
 Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
   using controllerruntime::enqueueMapped;
@@ -33,6 +28,8 @@ Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
   // already went on from the written object (useOwnWrite). Anyone else's write of the status
   // (a deposed leader's late one, a user's) is a new version and queues the policy.
   Context* ctx = &ctx_;
+  // What the other subcontrollers, and this one's reconciles of other policies, find for it.
+  ctx_.policies.connect(policies);
   check(cache->policies().addEventHandler(enqueueMapped<v1alpha1::EgressGatewayPolicy>(
       policies,
       [](const v1alpha1::EgressGatewayPolicy& p) {
@@ -73,7 +70,7 @@ Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
   // reconcile of a policy that is not there.
   // The echo of this process's own view write queues nothing either, unless the policy's
   // release of an address waits for the cache to show that the view no longer names it.
-  DeploymentProcessor* deployment = deployment_.get();
+  DeploymentProcessor* deployment = &deployment_;
   check(cache->slices().addEventHandler(enqueueMapped<v1alpha1::EgressPolicySlice>(
       policies,
       [](const v1alpha1::EgressPolicySlice& s) {
@@ -119,7 +116,7 @@ void EgressGatewayController::useOwnWrite(EgressGatewayPolicyInfo& info) {
 net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::string& key) {
   EgressGatewayPolicyInfo info = ctx_.cache.policyInfo(key);
   useOwnWrite(info);
-  deployment_->useOwnViewWrites(info);
+  deployment_.useOwnViewWrites(info);
   if (!info.policy) {
     // Its view goes either way: the data plane stops using its addresses. A policy that exists
     // but does not decode cannot have its sources followed, and a stale source address, handed
@@ -137,30 +134,43 @@ net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::st
           key, info.undecodable->error);
       co_return ReconcileResult::done();
     }
-    deployment_->forget(key);
+    deployment_.forget(key);
     ctx_.policyStatusWrites.erase(key);
     // Its series go whether or not it held anything (a policy that never got an address would
     // otherwise keep them for good); its addresses once its pods are gone.
     ctx_.metrics.removePolicy(info.ns, info.name);
-    ipPool_->releaseFormerOwners(info);
+    ipPool_.releaseFormerOwners(info);
     summaryChanged(ctx_);
     co_return ReconcileResult::done();
   }
-  if (ipPool_->releaseFormerOwners(info)) {
+  if (ipPool_.releaseFormerOwners(info)) {
     summaryChanged(ctx_);
   }
-  ReconcileResult combined = co_await controllerruntime::runProcessors(processors_, info);
-  if (!info.applyFailure.empty()) {
-    // The ledger write already told the user the gateway is on its way; without this the status
-    // would say so for as long as the retries back off. The apply's error stays the result.
-    co_await status_->process(info);
+  // The steps in order, each handed what the ones before decided; the info view stays as
+  // gathered. Both status writes go through `writer`, the second carrying the version the
+  // first returned.
+  PolicyWriter writer(ctx_, info);
+  controllerruntime::ProcessorResults results;
+  auto ledger = co_await ipPool_.process(info, writer);
+  if (results.add(ledger.result, ipPool_.name())) {
+    auto applied = co_await deployment_.process(info, writer.policy(), ledger.plan);
+    const bool goOn = results.add(applied.result, deployment_.name());
+    // Also after a failed apply: the ledger write already told the user the gateway is on its
+    // way, and the status would say so for as long as the retries back off. The apply's error
+    // stays the result.
+    if (goOn || !applied.applyFailure.empty()) {
+      auto status = co_await status_.process(info, ledger.plan, applied.applyFailure, writer);
+      if (goOn) {
+        results.add(std::move(status), status_.name());
+      }
+    }
   }
-  if (!info.superseded.empty()) {
+  if (!writer.superseded().empty()) {
     auto& w = written_[key];
-    w.superseded.insert(info.superseded.begin(), info.superseded.end());
-    w.object = *info.current;
+    w.superseded.insert(writer.superseded().begin(), writer.superseded().end());
+    w.object = writer.policy();
   }
-  co_return combined;
+  co_return results.result();
 }
 
 }  // namespace egress::controller

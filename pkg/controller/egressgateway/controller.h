@@ -1,14 +1,15 @@
 // File: controller.h
 //
 // The egressgateway subcontroller: reconciles EgressGatewayPolicies. A key's reconcile gathers
-// the policy's info view from the shared cache (cache.h) and runs the IPPoolProcessor, the
-// DeploymentProcessor and the StatusProcessor over it, in order (the StatusProcessor also after
-// a failed DeploymentProcessor, to report the failure); a policy that is gone has its
-// EgressPolicySlices deleted at once (the data plane stops using its addresses; cluster-scoped,
-// they cannot be owned by it) and its addresses freed once no live agent answers for them (the
-// garbage collector deletes its Deployment and PodDisruptionBudget through their owner
-// references).
-// What it watches, and which policies an event queues:
+// the policy's info view from the shared cache (cache.h), brings it up to date with this
+// process's own writes the cache has yet to show, and from then on only reads it: it runs the
+// IPPoolProcessor, the DeploymentProcessor and the StatusProcessor over it in order, handing
+// each what the ones before it decided (the ledger plan, the apply's failure, the policy as last
+// written); the StatusProcessor also runs after a failed apply, to report it; a policy that is gone
+// has its EgressPolicySlices deleted at once (the data plane stops using its addresses;
+// cluster-scoped, they cannot be owned by it) and its addresses freed once no live agent answers
+// for them (the garbage collector deletes its Deployment and PodDisruptionBudget through their
+// owner references). What it watches, and which policies an event queues:
 //   EgressGatewayPolicy   the policy itself
 //   IPAMPool              the policies that use the pool (poolUpdateMattersToPolicies)
 //   OperatorConfig        every policy (operatorConfigUpdateMattersToPolicies)
@@ -17,16 +18,15 @@
 //   Deployment, PodDisruptionBudget   the policy its label names
 //   ReplicaSet            the policy of its Deployment (it completes or breaks a pod's proof)
 //   EgressPolicySlice     its policy (an orphan is deleted by the reconcile of a gone policy)
-// and, through the Context's queue, what other subcontrollers find: a pool's freed address
-// (the policies waiting for it), an agent Lease's change (the policies with a gateway on that
-// node, and those of the addresses it took or let go of).
+//   the Context's trigger `policies`: what other reconciles find: an address freed (the
+//                         policies waiting for it), an agent Lease's change (the policies with
+//                         a gateway on that node, and those of the addresses it took or let go
+//                         of).
 #pragma once
 
 #include <map>
-#include <memory>
 #include <set>
 #include <string>
-#include <vector>
 
 #include "pkg/controller/context.h"
 #include "pkg/controller/egressgateway/deployment_processor.h"
@@ -58,10 +58,9 @@ class EgressGatewayController : public controllerruntime::Controller {
 
   Context& ctx_;
   std::map<std::string, Written> written_;
-  std::shared_ptr<IPPoolProcessor> ipPool_;
-  std::shared_ptr<DeploymentProcessor> deployment_;
-  std::shared_ptr<StatusProcessor> status_;
-  std::vector<std::shared_ptr<PolicyProcessor>> processors_;
+  IPPoolProcessor ipPool_;
+  DeploymentProcessor deployment_;
+  StatusProcessor status_;
 };
 
 }  // namespace egress::controller

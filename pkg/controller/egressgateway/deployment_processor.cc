@@ -97,10 +97,10 @@ std::string readinessGatePatch(bool programmed, const std::string& node, meta::T
 
 net::awaitable<ReconcileResult> DeploymentProcessor::applySlices(
     const EgressGatewayPolicyInfo& info, const v1alpha1::EgressGatewayPolicy& policy,
-    const std::vector<ipam::Entry>& ledger) {
-  const auto gateway =
-      sliceGateway(policy, ledger, viewHolders(info, ledger, ctx_.agents.claims(ctx_.clock.now())),
-                   info.config->spec.clusterCIDRs);
+    const LedgerPlan& ledger) {
+  const auto gateway = sliceGateway(policy, ledger.entries,
+                                    viewHolders(info, ledger, ctx_.agents.claims(ctx_.clock.now())),
+                                    info.config->spec.clusterCIDRs);
   auto sources = sliceSources(policy, info.sourcePods);
   auto leaving = sliceSources(policy, info.leavingSourcePods);
   sources.insert(sources.end(), leaving.begin(), leaving.end());
@@ -129,9 +129,10 @@ net::awaitable<ReconcileResult> DeploymentProcessor::applySlices(
 }
 
 net::awaitable<ReconcileResult> DeploymentProcessor::writeReadinessGates(
-    const EgressGatewayPolicyInfo& info, const std::vector<ipam::Entry>& ledger) {
+    const EgressGatewayPolicyInfo& info, const LedgerPlan& plan) {
   const auto now = ctx_.clock.now();
-  const auto holders = viewHolders(info, ledger, ctx_.agents.claims(now));
+  const auto holders = viewHolders(info, plan, ctx_.agents.claims(now));
+  const auto& ledger = plan.entries;
   auto& written = gatesWritten_[info.key];
   std::string failure;
   for (const auto& [name, p] : info.egressPods) {
@@ -216,15 +217,15 @@ bool DeploymentProcessor::isOwnViewWrite(const v1alpha1::EgressPolicySlice& slic
          it->second.resourceVersion == slice.metadata.resourceVersion;
 }
 
-ReconcileResult DeploymentProcessor::failed(EgressGatewayPolicyInfo& info, ReconcileResult r) {
+DeploymentProcessor::Outcome DeploymentProcessor::failed(
+    const v1alpha1::EgressGatewayPolicy& policy, ReconcileResult r) {
   // Once per failure: retries back off with the same error, and the status says it meanwhile.
-  if (conditionReason(info.current->status.conditions, kConditionGatewayAvailable) !=
-      kReasonApplyFailed) {
-    ctx_.recorder.event(referenceTo(kPolicyKind, info.current->metadata), core::kEventTypeWarning,
+  if (conditionReason(policy.status.conditions, kConditionGatewayAvailable) != kReasonApplyFailed) {
+    ctx_.recorder.event(referenceTo(kPolicyKind, policy.metadata), core::kEventTypeWarning,
                         kReasonApplyFailed, r.message());
   }
-  info.applyFailure = r.message();
-  return r;
+  std::string message = r.message();
+  return Outcome{std::move(r), std::move(message)};
 }
 
 const std::string& DeploymentProcessor::name() const {
@@ -232,29 +233,26 @@ const std::string& DeploymentProcessor::name() const {
   return kName;
 }
 
-net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicyInfo& info) {
+net::awaitable<DeploymentProcessor::Outcome> DeploymentProcessor::process(
+    const EgressGatewayPolicyInfo& info, const v1alpha1::EgressGatewayPolicy& policy,
+    const LedgerPlan& ledger) {
   if (info.config == nullptr) {
-    co_return ReconcileResult::done();
+    co_return Outcome{};
   }
-  const auto& policy = info.current ? *info.current : *info.policy;
-  // The ledger as written; for an invalid spec (no assignment) the one in the status, which is
-  // what the policy keeps.
-  const std::vector<ipam::Entry> ledger =
-      info.assignment ? info.assignment->entries : statusLedger(policy.status);
   // The data-plane view first and whatever else fails: its sources follow the pods, or a
   // finished pod's address, handed by the CNI to a pod of another namespace, would keep
   // leaving as this policy. So also while the spec is invalid or the namespace is going.
   if (auto r = co_await applySlices(info, policy, ledger); !r.isDone()) {
-    co_return failed(info, std::move(r));
+    co_return failed(policy, std::move(r));
   }
-  if (!info.invalid.empty() || !info.assignment || info.config->spec.gatewayImage.empty()) {
-    co_return ReconcileResult::done();
+  if (!ledger.invalid.empty() || !ledger.assignment || info.config->spec.gatewayImage.empty()) {
+    co_return Outcome{};
   }
   if (info.policyNamespace && info.policyNamespace->phase == "Terminating") {
     // Nothing new may be made in it, and the policy goes with it.
-    co_return ReconcileResult::done();
+    co_return Outcome{};
   }
-  const auto replicas = static_cast<int32_t>(ledger.size());
+  const auto replicas = static_cast<int32_t>(ledger.entries.size());
 
   const auto* cachedDeployment = info.deployment.deployment.get();
   if (const auto* owner =
@@ -267,7 +265,7 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
         "egressgateway: policy {}: waiting for Deployment {} of the previous policy of "
         "this name (uid {}) to be deleted",
         info.key, cachedDeployment->metadata.name, owner->uid);
-    co_return ReconcileResult::requeueAfter(kPredecessorWait);
+    co_return Outcome{ReconcileResult::requeueAfter(kPredecessorWait), std::string()};
   }
   Rendered deployment = renderDeployment(policy, gatewayShape(policy, info.config.get()), replicas);
   if (cachedDeployment == nullptr || !carriesHash(cachedDeployment->metadata, deployment.hash) ||
@@ -275,7 +273,7 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
     auto r = co_await applyObject(ctx_.client, deploymentsResource(), info.ns,
                                   std::move(deployment), "Deployment");
     if (!r.isDone()) {
-      co_return failed(info, std::move(r));
+      co_return failed(policy, std::move(r));
     }
   }
 
@@ -287,7 +285,7 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
       auto r = co_await applyObject(ctx_.client, podDisruptionBudgetsResource(policyV1), info.ns,
                                     std::move(pdb), "PodDisruptionBudget");
       if (!r.isDone()) {
-        co_return failed(info, std::move(r));
+        co_return failed(policy, std::move(r));
       }
     }
   } else if (cachedPdb != nullptr) {
@@ -301,14 +299,16 @@ net::awaitable<ReconcileResult> DeploymentProcessor::process(EgressGatewayPolicy
                                     gatewayName(info.name), std::move(opts));
     if (!removed && !removed.error().isNotFound()) {
       co_return failed(
-          info, ReconcileResult::error("deleting PodDisruptionBudget " + gatewayName(info.name) +
-                                       ": " + removed.error().message()));
+          policy, ReconcileResult::error("deleting PodDisruptionBudget " + gatewayName(info.name) +
+                                         ": " + removed.error().message()));
     }
   }
   if (agentEnabled(info.config.get())) {
-    co_return co_await writeReadinessGates(info, ledger);
+    // Not co_await inside the braces: g++ 12 miscompiles that (a bad free in ~Outcome).
+    auto gates = co_await writeReadinessGates(info, ledger);
+    co_return Outcome{std::move(gates), std::string()};
   }
-  co_return ReconcileResult::done();
+  co_return Outcome{};
 }
 
 }  // namespace egress::controller

@@ -13,8 +13,8 @@
 // (agentlease/agents.h): True once that live agent reports all the pod's egress IPs programmed,
 // False once it no longer does. The gateway objects are skipped while the spec is invalid (the
 // gateway stays as it is) and while no OperatorConfig names the gateway image. A write that
-// fails fails the reconcile (retried with backoff) and is reported: info.applyFailure, which the
-// status shows as GatewayAvailable=False reason ApplyFailed, and one Warning Event ApplyFailed.
+// fails fails the reconcile (retried with backoff) and is reported: Outcome::applyFailure, which
+// the status shows as GatewayAvailable=False reason ApplyFailed, and one Warning Event ApplyFailed.
 #pragma once
 
 #include <map>
@@ -25,17 +25,25 @@
 
 #include "pkg/controller/apis/egressgateway_policy.h"
 #include "pkg/controller/context.h"
-#include "pkg/controllerruntime/processor.h"
+#include "pkg/controllerruntime/reconcile_result.h"
 
 namespace egress::controller {
 
-class DeploymentProcessor : public PolicyProcessor {
+class DeploymentProcessor {
  public:
   explicit DeploymentProcessor(Context& ctx) : ctx_(ctx) {}
 
-  const std::string& name() const override;
-  net::awaitable<controllerruntime::ReconcileResult> process(
-      EgressGatewayPolicyInfo& info) override;
+  struct Outcome {
+    controllerruntime::ReconcileResult result = controllerruntime::ReconcileResult::done();
+    // A gateway object that could not be written: the message, for the status ("" if none).
+    std::string applyFailure;
+  };
+
+  const std::string& name() const;
+  // `policy`: as the reconcile last wrote it; `ledger`: the IPPoolProcessor's plan.
+  net::awaitable<Outcome> process(const EgressGatewayPolicyInfo& info,
+                                  const v1alpha1::EgressGatewayPolicy& policy,
+                                  const LedgerPlan& ledger);
   // The policy is gone: what was remembered of its pods and view goes too.
   void forget(const std::string& key);
   // Read your own writes: sets info.viewInFlight to what the gateway part of the view, as this
@@ -48,14 +56,14 @@ class DeploymentProcessor : public PolicyProcessor {
   bool isOwnViewWrite(const v1alpha1::EgressPolicySlice& slice) const;
 
  private:
-  // `r`, a failed write, after recording it in `info` for the status and in a Warning Event.
-  controllerruntime::ReconcileResult failed(EgressGatewayPolicyInfo& info,
-                                            controllerruntime::ReconcileResult r);
+  // `r`, a failed write, as the outcome that reports it to the status, after a Warning Event
+  // (once per failure: `policy`'s status says whether it was reported).
+  Outcome failed(const v1alpha1::EgressGatewayPolicy& policy, controllerruntime::ReconcileResult r);
   net::awaitable<controllerruntime::ReconcileResult> applySlices(
       const EgressGatewayPolicyInfo& info, const v1alpha1::EgressGatewayPolicy& policy,
-      const std::vector<ipam::Entry>& ledger);
+      const LedgerPlan& ledger);
   net::awaitable<controllerruntime::ReconcileResult> writeReadinessGates(
-      const EgressGatewayPolicyInfo& info, const std::vector<ipam::Entry>& ledger);
+      const EgressGatewayPolicyInfo& info, const LedgerPlan& ledger);
 
   Context& ctx_;
   // Read your own writes: per policy and gateway pod (uid), the gate value last written and the

@@ -66,13 +66,11 @@ bool sameRecord(const v1alpha1::EgressGatewayPolicyStatus& status,
   return true;
 }
 
-// Addresses came free: the policies waiting for a free address of the pool of a freed family,
+// Addresses came free: the policies waiting for a free address of a freed one's pool and family,
 // and those that name one of them explicitly (an AddressConflict), try again.
-void wakeWaiting(Context& ctx, const std::string& pool, const std::vector<ipam::Address>& freed) {
-  if (!pool.empty()) {
-    for (const auto& waiting : ctx.allocator.waitingFor(pool, freed)) {
-      ctx.policies.add(ctx.allocator.ownerName(waiting));
-    }
+void wakeWaiting(Context& ctx, const std::vector<ipam::Address>& freed) {
+  for (const auto& waiting : ctx.allocator.waitingFor(freed)) {
+    ctx.policies.add(ctx.allocator.ownerName(waiting));
   }
   for (const auto& a : freed) {
     for (const auto& key : ctx.cache.policyKeysWithAddress(a.toString())) {
@@ -98,8 +96,9 @@ bool releaseWaits(const Context& ctx, const std::string& uid) {
   return !held.empty();
 }
 
-void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info) {
-  const auto& status = info.current->status;
+void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info,
+                     const v1alpha1::EgressGatewayPolicy& written) {
+  const auto& status = written.status;
   // An empty ledger names no pool: what was taken came from the one the spec names.
   const std::string& pool = status.pool.empty() ? info.poolName : status.pool;
   auto released =
@@ -109,7 +108,7 @@ void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info) {
   }
   spdlog::info("egressgateway: policy {}: {} returned to IPAMPool {} (never written to its ledger)",
                info.key, join(released), pool);
-  wakeWaiting(ctx, pool, released);
+  wakeWaiting(ctx, released);
   if (!pool.empty()) {
     ctx.pools.addAfter(pool, kPoolStatusBatch);
   }
@@ -174,38 +173,47 @@ ipam::AssignRequest IPPoolProcessor::request(const EgressGatewayPolicyInfo& info
   return r;
 }
 
-net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo& info) {
+net::awaitable<IPPoolProcessor::Outcome> IPPoolProcessor::process(
+    const EgressGatewayPolicyInfo& info, PolicyWriter& writer) {
   const auto& policy = *info.policy;
-  // The once-per-transition checks read the status as this reconcile found it: what this
-  // process last wrote if the watch has yet to deliver it (info.current), or they report again
-  // until the watch catches up. Copied: the ledger write below replaces info.current.
-  const auto& found = info.current ? info.current->status : policy.status;
+  // The once-per-transition checks read the status this reconcile starts from: what this process
+  // last wrote if the watch has yet to deliver it (info.current), or they report again until the
+  // watch catches up. Copied: the ledger write below replaces the writer's policy.
+  const v1alpha1::EgressGatewayPolicyStatus found = writer.policy().status;
   const std::string reported = conditionReason(found.conditions, kConditionIPAllocated);
-  const int64_t reportedGeneration = found.observedGeneration;
-  info.invalid = validatePolicy(policy);
-  if (!info.invalid.empty()) {
-    if (reported != kReasonInvalidSpec || reportedGeneration != policy.metadata.generation) {
+  Outcome out;
+  LedgerPlan& plan = out.plan;
+  plan.invalid = validatePolicy(policy);
+  if (!plan.invalid.empty()) {
+    if (reported != kReasonInvalidSpec || found.observedGeneration != policy.metadata.generation) {
       ctx_.recorder.event(referenceTo(kPolicyKind, policy.metadata), core::kEventTypeWarning,
-                          kReasonInvalidSpec, validation::join(info.invalid));
+                          kReasonInvalidSpec, validation::join(plan.invalid));
     }
     // What it holds stays held and in the ledger; nothing new until the spec is fixed.
-    co_return ReconcileResult::done();
+    plan.entries = statusLedger(found);
+    plan.holders = entryHolders(info, found, plan.entries);
+    co_return out;
   }
   syncPoolFromCache(ctx_, info.poolName);
-  ipam::Assignment assignment = ctx_.allocator.assign(request(info));
-  info.assignment = assignment;
+  plan.assignment = ctx_.allocator.assign(request(info));
+  const ipam::Assignment& assignment = *plan.assignment;
+  plan.entries = assignment.entries;
   std::vector<HolderMove> moved;
   std::vector<HolderMove> given;
-  if (auto r = co_await chooseHolders(info, moved, given); !r.isDone()) {
-    co_return r;
+  auto holders = co_await chooseHolders(info, plan.entries, found, moved, given);
+  if (!holders) {
+    out.result = ReconcileResult::error(holders.error());
+    co_return out;
   }
-  auto desired = desiredStatus(info, meta::truncateToSeconds(ctx_.clock.wallNow()));
-  const bool recordChanged = !sameRecord(info.current->status, desired);
+  plan.holders = std::move(*holders);
+  auto desired = desiredStatus(info, writer.policy(), plan, std::string(),
+                               meta::truncateToSeconds(ctx_.clock.wallNow()));
+  const bool recordChanged = !sameRecord(found, desired);
   if (recordChanged) {
     // What the ledger gains, against the status as found: not assignment.allocated, which a
     // retry after a conflicting write no longer lists (the allocator kept what it took).
     std::set<ipam::Address> before;
-    for (const auto& e : statusLedger(info.current->status)) {
+    for (const auto& e : statusLedger(found)) {
       before.insert(e.begin(), e.end());
     }
     std::vector<ipam::Address> gained;
@@ -213,9 +221,11 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
       std::copy_if(e.begin(), e.end(), std::back_inserter(gained),
                    [&](const ipam::Address& a) { return !before.contains(a); });
     }
-    auto written = co_await writeLedger(info, std::move(desired));
-    if (!written.isDone()) {
-      co_return written;
+    // A conflict requeues: the next try reads the newer policy, and the allocator keeps what it
+    // took meanwhile.
+    out.result = co_await writer.write(std::move(desired), "writing the ledger to status", nullptr);
+    if (!out.result.isDone()) {
+      co_return out;
     }
     const auto ref = referenceTo(kPolicyKind, policy.metadata);
     if (!gained.empty()) {
@@ -251,13 +261,13 @@ net::awaitable<ReconcileResult> IPPoolProcessor::process(EgressGatewayPolicyInfo
         referenceTo(kPolicyKind, policy.metadata), core::kEventTypeNormal, "Released",
         join(released) +
             (assignment.pool.empty() ? " released" : " returned to IPAMPool " + assignment.pool));
-    wakeWaiting(ctx_, assignment.pool, released);
+    wakeWaiting(ctx_, released);
   }
   if ((recordChanged || !released.empty()) && !assignment.pool.empty()) {
     // Batched: a burst of allocations in one pool rewrites its status once, not per policy.
     ctx_.pools.addAfter(assignment.pool, kPoolStatusBatch);
   }
-  co_return ReconcileResult::done();
+  co_return out;
 }
 
 void IPPoolProcessor::reportShortfall(const EgressGatewayPolicyInfo& info,
@@ -273,13 +283,6 @@ void IPPoolProcessor::reportShortfall(const EgressGatewayPolicyInfo& info,
   ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeWarning,
                       reason, assignment.message);
   ctx_.metrics.allocationFailed(assignment.pool, reason);
-}
-
-net::awaitable<ReconcileResult> IPPoolProcessor::writeLedger(
-    EgressGatewayPolicyInfo& info, v1alpha1::EgressGatewayPolicyStatus status) {
-  // A conflict requeues: the next try reads the newer policy, and the allocator keeps what it
-  // took meanwhile.
-  return writePolicyStatus(ctx_, info, std::move(status), "writing the ledger to status");
 }
 
 net::awaitable<Result<bool, std::string>> IPPoolProcessor::renewedSinceSeen(
@@ -309,11 +312,11 @@ net::awaitable<Result<bool, std::string>> IPPoolProcessor::renewedSinceSeen(
   co_return ctx_.agents.live(node, ctx_.clock.now());
 }
 
-net::awaitable<ReconcileResult> IPPoolProcessor::chooseHolders(EgressGatewayPolicyInfo& info,
-                                                               std::vector<HolderMove>& moved,
-                                                               std::vector<HolderMove>& given) {
-  const auto& ledger = info.assignment->entries;
-  auto holders = entryHolders(info, ledger);
+net::awaitable<Result<std::vector<std::string>, std::string>> IPPoolProcessor::chooseHolders(
+    const EgressGatewayPolicyInfo& info, const std::vector<ipam::Entry>& ledger,
+    const v1alpha1::EgressGatewayPolicyStatus& found, std::vector<HolderMove>& moved,
+    std::vector<HolderMove>& given) {
+  auto holders = entryHolders(info, found, ledger);
   if (agentEnabled(info.config.get())) {
     const auto now = ctx_.clock.now();
     auto fresh = [&](const std::string& node) { return ctx_.agents.live(node, now); };
@@ -323,7 +326,7 @@ net::awaitable<ReconcileResult> IPPoolProcessor::chooseHolders(EgressGatewayPoli
       const std::string& fromNode = info.egressPods.at(move.from).pod->spec.nodeName;
       auto renewed = co_await renewedSinceSeen(fromNode);
       if (!renewed) {
-        co_return ReconcileResult::error(renewed.error());
+        co_return renewed.error();
       }
       if (*renewed) {
         spdlog::info("egressgateway: policy {}: not moving {} off {}: its agent renewed its Lease",
@@ -340,8 +343,7 @@ net::awaitable<ReconcileResult> IPPoolProcessor::chooseHolders(EgressGatewayPoli
     holders[g.entry] = g.to;
     given.push_back(g);
   }
-  info.holders = std::move(holders);
-  co_return ReconcileResult::done();
+  co_return holders;
 }
 
 bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
@@ -367,7 +369,7 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
       // controller queues the address's holder) brings us back.
       continue;
     }
-    const auto pool = ctx_.allocator.committedPool(owner);
+    const auto committed = ctx_.allocator.committedPool(owner);
     auto released = ctx_.allocator.releaseAll(owner);
     if (released.empty()) {
       continue;
@@ -381,10 +383,20 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
                           join(released) + " of the previous policy named " + info.key + " (uid " +
                               owner + ") released: no data-plane view names them any more");
     }
-    if (pool && !pool->empty()) {
-      ctx_.pools.addAfter(*pool, kPoolStatusBatch);
+    // The pools to recount: its ledger's (whose CIDRs may no longer contain them), and those the
+    // addresses return to (an owner a new leader found only in use has no ledger pool).
+    std::set<std::string> pools;
+    if (committed) {
+      pools.insert(*committed);
     }
-    wakeWaiting(ctx_, pool.value_or(""), released);
+    for (const auto& a : released) {
+      pools.insert(ctx_.allocator.poolContaining(a));
+    }
+    pools.erase("");
+    for (const auto& pool : pools) {
+      ctx_.pools.addAfter(pool, kPoolStatusBatch);
+    }
+    wakeWaiting(ctx_, released);
   }
   return freed;
 }

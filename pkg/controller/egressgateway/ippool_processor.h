@@ -32,17 +32,25 @@
 #include "pkg/controller/apis/egressgateway_policy.h"
 #include "pkg/controller/context.h"
 #include "pkg/controller/egressgateway/holder_moves.h"
-#include "pkg/controllerruntime/processor.h"
+#include "pkg/controller/egressgateway/status_processor.h"
+#include "pkg/controllerruntime/reconcile_result.h"
 
 namespace egress::controller {
 
-class IPPoolProcessor : public PolicyProcessor {
+class IPPoolProcessor {
  public:
   explicit IPPoolProcessor(Context& ctx) : ctx_(ctx) {}
 
-  const std::string& name() const override;
-  net::awaitable<controllerruntime::ReconcileResult> process(
-      EgressGatewayPolicyInfo& info) override;
+  // Its result (not done: the reconcile stops with it) and what it decided.
+  struct Outcome {
+    controllerruntime::ReconcileResult result = controllerruntime::ReconcileResult::done();
+    LedgerPlan plan;
+  };
+
+  const std::string& name() const;
+  // Decides the ledger and its holders and writes them through `writer` (the reconcile's first
+  // status write, when they differ from what the status records).
+  net::awaitable<Outcome> process(const EgressGatewayPolicyInfo& info, PolicyWriter& writer);
 
   // Frees what the allocator holds under the policy's name for any uid but the current
   // policy's (all of them if it is gone; none if it is undecodable: that one keeps
@@ -52,14 +60,13 @@ class IPPoolProcessor : public PolicyProcessor {
 
  private:
   ipam::AssignRequest request(const EgressGatewayPolicyInfo& info) const;
-  // Writes `status` (desiredStatus: the ledger with its holders) with writePolicyStatus.
-  net::awaitable<controllerruntime::ReconcileResult> writeLedger(
-      EgressGatewayPolicyInfo& info, v1alpha1::EgressGatewayPolicyStatus status);
-  // Sets info.holders: who holds each entry of info.assignment, moves off stale holders
-  // first (`moved`, with the agent), then new holders for the entries without one (`given`).
-  net::awaitable<controllerruntime::ReconcileResult> chooseHolders(EgressGatewayPolicyInfo& info,
-                                                                   std::vector<HolderMove>& moved,
-                                                                   std::vector<HolderMove>& given);
+  // Who holds each entry of `ledger`: the holders `found` (the status) names, moved off stale
+  // holders first (`moved`, with the agent), then new holders for the entries without one
+  // (`given`).
+  net::awaitable<Result<std::vector<std::string>, std::string>> chooseHolders(
+      const EgressGatewayPolicyInfo& info, const std::vector<ipam::Entry>& ledger,
+      const v1alpha1::EgressGatewayPolicyStatus& found, std::vector<HolderMove>& moved,
+      std::vector<HolderMove>& given);
   // Whether node `node`'s agent Lease, read from the API server, shows a renewal this process
   // has not seen (its watch lags): then it is live again and must keep what it holds.
   net::awaitable<Result<bool, std::string>> renewedSinceSeen(const std::string& node);
@@ -83,10 +90,11 @@ std::set<ipam::Address> addressesInUse(const Context& ctx, const EgressGatewayPo
 bool releaseWaits(const Context& ctx, const std::string& uid);
 
 // A status write of a policy that got no assignment this reconcile (its spec is invalid) just
-// succeeded: a compare-and-swap, so info.current's ledger is what the API server holds. What the
+// succeeded: a compare-and-swap, so `written`'s ledger is what the API server holds. What the
 // allocator took for the policy beyond that ledger (a ledger write that failed before the spec
 // turned invalid) goes back to its pool, unless in use; nothing else would return it, since an
 // invalid policy is not assigned again until its spec is fixed.
-void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info);
+void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info,
+                     const v1alpha1::EgressGatewayPolicy& written);
 
 }  // namespace egress::controller

@@ -48,19 +48,16 @@ std::vector<ipam::Entry> statusLedger(const v1alpha1::EgressGatewayPolicyStatus&
 }
 
 std::vector<std::string> entryHolders(const EgressGatewayPolicyInfo& info,
+                                      const v1alpha1::EgressGatewayPolicyStatus& status,
                                       const std::vector<ipam::Entry>& ledger) {
   std::vector<std::string> holders(ledger.size());
-  const v1alpha1::EgressGatewayPolicy* policy = info.current ? &*info.current : info.policy.get();
-  if (policy == nullptr) {
-    return holders;
-  }
   std::map<std::string, std::string> byUid;
   for (const auto& [name, p] : info.egressPods) {
     byUid.emplace(p.pod->metadata.uid, name);
   }
   std::set<std::string> named;
   for (size_t i = 0; i < ledger.size(); ++i) {
-    for (const auto& g : policy->status.gateways) {
+    for (const auto& g : status.gateways) {
       auto pod = byUid.find(g.podUID);
       if (pod != byUid.end() && !named.contains(g.podUID) && gatewayEntry(g) == ledger[i]) {
         holders[i] = pod->second;
@@ -73,19 +70,16 @@ std::vector<std::string> entryHolders(const EgressGatewayPolicyInfo& info,
 }
 
 v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo& info,
-                                                  meta::Time now) {
-  const v1alpha1::EgressGatewayPolicy& policy = info.current ? *info.current : *info.policy;
+                                                  const v1alpha1::EgressGatewayPolicy& policy,
+                                                  const LedgerPlan& plan,
+                                                  const std::string& applyFailure, meta::Time now) {
   v1alpha1::EgressGatewayPolicyStatus s = policy.status;
   const int64_t generation = policy.metadata.generation;
-
-  std::vector<ipam::Entry> ledger;
-  if (info.assignment) {
-    ledger = info.assignment->entries;
-    s.pool = info.assignment->pool;
-  } else {
-    ledger = statusLedger(policy.status);
+  if (plan.assignment) {
+    s.pool = plan.assignment->pool;
   }
-  const auto holders = info.holders ? *info.holders : entryHolders(info, ledger);
+  const std::vector<ipam::Entry>& ledger = plan.entries;
+  const std::vector<std::string>& holders = plan.holders;
   s.egressIPs.clear();
   s.gateways.clear();
   int readyHolders = 0;
@@ -113,13 +107,13 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
   const int entries = static_cast<int>(ledger.size());
 
   meta::Condition allocated;
-  if (!info.invalid.empty()) {
+  if (!plan.invalid.empty()) {
     allocated = makeCondition(kConditionIPAllocated, false, kReasonInvalidSpec,
-                              firstProblems(info.invalid), generation);
-  } else if (info.assignment && info.assignment->shortfall != ipam::Shortfall::kNone) {
+                              firstProblems(plan.invalid), generation);
+  } else if (plan.assignment && plan.assignment->shortfall != ipam::Shortfall::kNone) {
     allocated = makeCondition(kConditionIPAllocated, false,
-                              std::string(ipam::shortfallName(info.assignment->shortfall)),
-                              info.assignment->message + " (" + std::to_string(entries) + " of " +
+                              std::string(ipam::shortfallName(plan.assignment->shortfall)),
+                              plan.assignment->message + " (" + std::to_string(entries) + " of " +
                                   std::to_string(wanted) + " gateways have addresses)",
                               generation);
   } else {
@@ -148,7 +142,7 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
       std::to_string(availablePods) + " of " + std::to_string(entries) + " gateway pods available";
   const apps::DeploymentCondition* replicaFailure =
       d != nullptr ? apps::findDeploymentCondition(*d, "ReplicaFailure") : nullptr;
-  if (!info.invalid.empty()) {
+  if (!plan.invalid.empty()) {
     available = makeCondition(kConditionGatewayAvailable, false, kReasonInvalidSpec,
                               "the gateway is left as it is until the spec is valid", generation);
   } else if (info.config == nullptr || info.config->spec.gatewayImage.empty()) {
@@ -158,9 +152,9 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
   } else if (entries == 0) {
     available = makeCondition(kConditionGatewayAvailable, false, kReasonNoAddresses,
                               "no gateway runs without an egress IP", generation);
-  } else if (!info.applyFailure.empty()) {
+  } else if (!applyFailure.empty()) {
     available = makeCondition(kConditionGatewayAvailable, false, kReasonApplyFailed,
-                              count + ": " + info.applyFailure, generation);
+                              count + ": " + applyFailure, generation);
   } else if (d == nullptr && info.policyNamespace && info.policyNamespace->phase == "Terminating") {
     available = makeCondition(kConditionGatewayAvailable, false, kReasonPending,
                               "Deployment " + gatewayName(info.name) + " is not made: namespace " +

@@ -1,12 +1,11 @@
 // File: status.h
 //
-// The status a policy should have, computed from its info view (pure, so the IPPoolProcessor,
-// which writes the ledger, and the StatusProcessor, which writes the rest, agree to the byte and
-// an unchanged status is never written):
-//   pool, egressIPs, gateways[]   the ledger (the assignment, or the written one when the spec
-//                                 is invalid), each entry with the pod that holds it (the
-//                                 IPPoolProcessor's choice, else entryHolders()), by name and
-//                                 uid, its node and readiness
+// The status a policy should have, computed from its info view and what the reconcile decided
+// (pure, so the IPPoolProcessor, which writes the ledger, and the StatusProcessor, which writes
+// the rest, agree to the byte and an unchanged status is never written):
+//   pool, egressIPs, gateways[]   the ledger (LedgerPlan: the assignment, or the written one when
+//                                 the spec is invalid), each entry with the pod that holds it, by
+//                                 name and uid, its node and readiness
 //   selectedPods, observedGeneration
 //   IPAllocated                   every replica has its addresses, or why not (the reason of the
 //                                 allocator's shortfall, or InvalidSpec)
@@ -23,19 +22,24 @@
 
 namespace egress::controller {
 
+// `policy`: as this reconcile last wrote it (its conditions' transition times carry over);
+// `applyFailure`: the DeploymentProcessor's, "" if none.
 v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo& info,
-                                                  meta::Time now);
+                                                  const v1alpha1::EgressGatewayPolicy& policy,
+                                                  const LedgerPlan& ledger,
+                                                  const std::string& applyFailure, meta::Time now);
 
 // The ledger a status holds, parsed (entries that do not parse are left out).
 std::vector<ipam::Entry> statusLedger(const v1alpha1::EgressGatewayPolicyStatus& status);
 // One entry of it, parsed and sorted (empty if none of its addresses parse).
 ipam::Entry gatewayEntry(const v1alpha1::GatewayStatus& gateway);
 
-// The gateway pod holding each ledger entry ("" if none), as the policy's status (the one this
-// reconcile wrote, else the cached one) names it: by pod uid, a pod that is still one of the
-// policy's proven gateway pods, one entry per pod. The status is the holder record: only the
-// operator writes it (a pod's labels and annotations are anyone's in the namespace).
+// The gateway pod holding each ledger entry ("" if none), as `status` names it: by pod uid, a pod
+// that is still one of the policy's proven gateway pods, one entry per pod. The status is the
+// holder record: only the operator writes it (a pod's labels and annotations are anyone's in the
+// namespace).
 std::vector<std::string> entryHolders(const EgressGatewayPolicyInfo& info,
+                                      const v1alpha1::EgressGatewayPolicyStatus& status,
                                       const std::vector<ipam::Entry>& ledger);
 
 }  // namespace egress::controller

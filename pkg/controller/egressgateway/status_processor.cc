@@ -11,17 +11,19 @@ namespace egress::controller {
 
 using controllerruntime::ReconcileResult;
 
-net::awaitable<ReconcileResult> writePolicyStatus(Context& ctx, EgressGatewayPolicyInfo& info,
-                                                  v1alpha1::EgressGatewayPolicyStatus status,
-                                                  std::string what, bool* written) {
-  v1alpha1::EgressGatewayPolicy updated = *info.current;
+PolicyWriter::PolicyWriter(Context& ctx, const EgressGatewayPolicyInfo& info)
+    : ctx_(ctx), key_(info.key), policy_(*info.current) {}
+
+net::awaitable<ReconcileResult> PolicyWriter::write(v1alpha1::EgressGatewayPolicyStatus status,
+                                                    std::string what, bool* written) {
+  v1alpha1::EgressGatewayPolicy updated = policy_;
   updated.status = std::move(status);
   std::optional<v1alpha1::EgressGatewayPolicy> result;
-  auto r = co_await writeStatus(ctx.client, std::move(updated), std::move(what), &result);
+  auto r = co_await writeStatus(ctx_.client, std::move(updated), std::move(what), &result);
   if (result) {
-    ctx.policyStatusWrites[info.key] = result->metadata.resourceVersion;
-    info.superseded.push_back(info.current->metadata.resourceVersion);
-    info.current = std::move(*result);
+    ctx_.policyStatusWrites[key_] = result->metadata.resourceVersion;
+    superseded_.push_back(policy_.metadata.resourceVersion);
+    policy_ = std::move(*result);
   }
   if (written != nullptr) {
     *written = result.has_value();
@@ -34,9 +36,13 @@ const std::string& StatusProcessor::name() const {
   return kName;
 }
 
-net::awaitable<ReconcileResult> StatusProcessor::process(EgressGatewayPolicyInfo& info) {
-  const auto& current = *info.current;
-  auto status = desiredStatus(info, meta::truncateToSeconds(ctx_.clock.wallNow()));
+net::awaitable<ReconcileResult> StatusProcessor::process(const EgressGatewayPolicyInfo& info,
+                                                         const LedgerPlan& ledger,
+                                                         const std::string& applyFailure,
+                                                         PolicyWriter& writer) {
+  const auto& current = writer.policy();
+  auto status = desiredStatus(info, current, ledger, applyFailure,
+                              meta::truncateToSeconds(ctx_.clock.wallNow()));
   const auto* d = info.deployment.deployment.get();
   ctx_.metrics.setPolicy(info.ns, info.name, gatewayShape(current, info.config.get()).replicas,
                          d != nullptr ? d->status.availableReplicas : 0, status.selectedPods,
@@ -45,12 +51,12 @@ net::awaitable<ReconcileResult> StatusProcessor::process(EgressGatewayPolicyInfo
     co_return ReconcileResult::done();
   }
   bool written = false;
-  auto r = co_await writePolicyStatus(ctx_, info, std::move(status), "writing status", &written);
+  auto r = co_await writer.write(std::move(status), "writing status", &written);
   if (!written) {
     co_return r;
   }
-  if (!info.assignment) {
-    returnUnwritten(ctx_, info);
+  if (!ledger.assignment) {
+    returnUnwritten(ctx_, info, writer.policy());
   }
   summaryChanged(ctx_);
   co_return ReconcileResult::done();

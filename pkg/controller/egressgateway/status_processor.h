@@ -1,37 +1,64 @@
 // File: status_processor.h
 //
-// StatusProcessor: the last step of a policy's reconcile. Writes desiredStatus() (status.h)
-// with an update of the status subresource carrying the resourceVersion, only when it differs
-// from the status the policy has; a conflict requeues. Also keeps the policy's
-// egress_gateway_replicas, egress_selected_pods and egress_policy_ready series current.
+// StatusProcessor: the last step of a policy's reconcile. Writes desiredStatus() (status.h) of
+// what the steps before it decided (the ledger, the gateway's apply failure) with an update of
+// the status subresource carrying the resourceVersion, only when it differs from the status the
+// policy has; a conflict requeues. Also keeps the policy's egress_gateway_replicas,
+// egress_selected_pods and egress_policy_ready series current.
+// PolicyWriter: the policy as the reconcile last wrote it, through which both status writes of a
+// reconcile go (the IPPoolProcessor's ledger, then this one's), each carrying the version the
+// one before returned.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "pkg/controller/apis/egressgateway_policy.h"
 #include "pkg/controller/context.h"
-#include "pkg/controllerruntime/processor.h"
+#include "pkg/controllerruntime/reconcile_result.h"
 
 namespace egress::controller {
 
-class StatusProcessor : public PolicyProcessor {
+namespace net = boost::asio;
+
+class PolicyWriter {
+ public:
+  // Starts from the policy the reconcile starts from (info.current).
+  PolicyWriter(Context& ctx, const EgressGatewayPolicyInfo& info);
+
+  // The policy as last written (its status is what the API server holds, as far as this process
+  // knows).
+  const v1alpha1::EgressGatewayPolicy& policy() const { return policy_; }
+  // The resourceVersions this reconcile's writes replaced, the one it started from first.
+  const std::vector<std::string>& superseded() const { return superseded_; }
+
+  // Writes `status` (status_write.h: a conflict requeues, not found is done); once written,
+  // policy() is the written object, the version it replaced goes to superseded(), and the new one
+  // is remembered as the write's echo (Context::policyStatusWrites). `written`, if not null, says
+  // whether it was.
+  net::awaitable<controllerruntime::ReconcileResult> write(
+      v1alpha1::EgressGatewayPolicyStatus status, std::string what, bool* written);
+
+ private:
+  Context& ctx_;
+  std::string key_;
+  v1alpha1::EgressGatewayPolicy policy_;
+  std::vector<std::string> superseded_;
+};
+
+class StatusProcessor {
  public:
   explicit StatusProcessor(Context& ctx) : ctx_(ctx) {}
 
-  const std::string& name() const override;
-  net::awaitable<controllerruntime::ReconcileResult> process(
-      EgressGatewayPolicyInfo& info) override;
+  const std::string& name() const;
+  // `ledger`: the IPPoolProcessor's plan; `applyFailure`: the DeploymentProcessor's, "" if none.
+  net::awaitable<controllerruntime::ReconcileResult> process(const EgressGatewayPolicyInfo& info,
+                                                             const LedgerPlan& ledger,
+                                                             const std::string& applyFailure,
+                                                             PolicyWriter& writer);
 
  private:
   Context& ctx_;
 };
-
-// Writes `status` to the policy (status_write.h) and, once written, makes info.current the
-// written object, recording the version it replaced in info.superseded (the controller reads
-// its own write until the watch shows it). `written`, if not null, says whether it was.
-// The written version is also remembered as the write's echo (Context::policyStatusWrites).
-net::awaitable<controllerruntime::ReconcileResult> writePolicyStatus(
-    Context& ctx, EgressGatewayPolicyInfo& info, v1alpha1::EgressGatewayPolicyStatus status,
-    std::string what, bool* written = nullptr);
 
 }  // namespace egress::controller

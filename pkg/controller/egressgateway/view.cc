@@ -44,10 +44,11 @@ std::optional<size_t> sliceIndex(const std::string& name, const v1alpha1::Policy
 }  // namespace
 
 std::vector<std::optional<ViewHolder>> viewHolders(
-    const EgressGatewayPolicyInfo& info, const std::vector<ipam::Entry>& ledger,
+    const EgressGatewayPolicyInfo& info, const LedgerPlan& plan,
     const std::map<ipam::Address, std::set<std::string>>& claims) {
+  const auto& ledger = plan.entries;
+  const auto& names = plan.holders;
   std::vector<std::optional<ViewHolder>> out(ledger.size());
-  const auto names = entryHolders(info, ledger);
   for (size_t i = 0; i < ledger.size(); ++i) {
     auto it = info.egressPods.find(names[i]);
     if (names[i].empty() || it == info.egressPods.end()) {

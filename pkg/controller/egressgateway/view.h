@@ -38,14 +38,15 @@ struct ViewHolder {
   std::string node;
 };
 
-// The ledger's holders: per entry, the gateway pod entryHolders() found, if it is one the data
-// plane may trust now: proven (info.egressPods holds only those), not being deleted, scheduled,
-// and no other node answers for the entry's addresses. `claims` (Agents::claims) says which
+// The ledger's holders: per entry, the gateway pod the IPPoolProcessor's plan names (what the
+// status records once its ledger write succeeded, or already did), if it is one the data plane
+// may trust now: proven (info.egressPods holds only those), not being deleted, scheduled, and no
+// other node answers for the entry's addresses. `claims` (Agents::claims) says which
 // nodes' live agents report each address programmed: an entry another node still holds gets no
 // holder until that node's agent has let go (the view no longer names it, so it does), so a
 // move never has two nodes answering for one address, however late one agent sees the view.
 std::vector<std::optional<ViewHolder>> viewHolders(
-    const EgressGatewayPolicyInfo& info, const std::vector<ipam::Entry>& ledger,
+    const EgressGatewayPolicyInfo& info, const LedgerPlan& ledger,
     const std::map<ipam::Address, std::set<std::string>>& claims = {});
 
 // The gateway part: the ledger with its holders, the destinations (the policy's of its families,

@@ -87,6 +87,8 @@ IPAMPoolController::IPAMPoolController(Options options, Context& ctx)
     : Controller(std::move(options)), ctx_(ctx) {}
 
 Result<Ok, std::string> IPAMPoolController::addEventHandlers() {
+  // A policy's allocation in a pool changed its counts (batched by the egressgateway controller).
+  ctx_.pools.connect(enqueuer());
   Cache* cache = &ctx_.cache;
   auto own = cache->pools().addEventHandler(
       controllerruntime::enqueueForObject<v1alpha1::IPAMPool>(enqueuer()));

@@ -11,9 +11,8 @@
 //   Overlapping  True while an older pool's CIDRs overlap this one's: it makes no new
 //                allocations (the older pool, by creation time then name, wins)
 // What it watches: IPAMPools (the pool itself; and every pool when one's spec, labels or
-// conditions change, since overlaps are pairwise). Its keys also come, through the Context's
-// queue, from the egressgateway controller whenever a policy's ledger in the pool changes
-// (batched).
+// conditions change, since overlaps are pairwise); and the Context's trigger `pools`: the
+// egressgateway controller's, whenever a policy's ledger in the pool changes (batched).
 #pragma once
 
 #include <string>

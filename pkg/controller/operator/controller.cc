@@ -17,6 +17,8 @@ OperatorController::OperatorController(Options options, Context& ctx)
     : Controller(std::move(options)), ctx_(ctx) {}
 
 Result<Ok, std::string> OperatorController::addEventHandlers() {
+  // A policy's or a pool's status changed the summary (summaryChanged: batched).
+  ctx_.operatorConfig.connect(enqueuer());
   auto reg = ctx_.cache.operatorConfigs().addEventHandler(
       controllerruntime::enqueueForObject<v1alpha1::OperatorConfig>(enqueuer()));
   if (!reg) {

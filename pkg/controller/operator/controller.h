@@ -5,7 +5,8 @@
 // policies, pools) with a Ready condition: False while the spec is invalid (InvalidSpec) or names
 // a defaultPool that does not exist (DefaultPoolNotFound). It also sets egress_policies{state}.
 // An OperatorConfig of another name (a 1.20 server cannot refuse it) is never read; its status
-// says so once. Its key is queued, batched, whenever a policy's or a pool's status changes.
+// says so once. What it watches: OperatorConfigs, and the Context's trigger `operatorConfig`,
+// through which its key is queued, batched, whenever a policy's or a pool's status changes.
 #pragma once
 
 #include <string>

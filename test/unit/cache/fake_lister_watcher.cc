@@ -68,6 +68,11 @@ kube::Error apiError(int code, const std::string& reason, const std::string& mes
   return kube::Error::api(code, s);
 }
 
+void FakeWatch::push(Item item) {
+  items_.push_back(std::move(item));
+  wake_.notify();
+}
+
 net::awaitable<kube::Result<std::optional<kube::WatchEvent>>> FakeWatch::next() {
   for (;;) {
     if (cancelled_) {

@@ -43,10 +43,9 @@ class FakeWatch : public kube::Watch {
   using Item = std::variant<kube::WatchEvent, kube::Error, End>;
 
   explicit FakeWatch(const net::any_io_executor& ex) : wake_(ex) {}
-  void push(Item item) {
-    items_.push_back(std::move(item));
-    wake_.notify();
-  }
+  // Out of line: inlined into a test, g++ 12 warns that the variant's Error may be used
+  // uninitialized (-Wmaybe-uninitialized misfiring on std::variant's move).
+  void push(Item item);
   net::awaitable<kube::Result<std::optional<kube::WatchEvent>>> next() override;
   void cancel() override {
     cancelled_ = true;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,9 +23,11 @@
 #include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/egressgateway/status_processor.h"
 #include "pkg/controller/names.h"
+#include "pkg/controller/pool_sync.h"
 #include "pkg/kube/rest_client.h"
 #include "test/testutil/run_sync.h"
 #include "test/unit/cache/fake_lister_watcher.h"
+#include "test/unit/controller/component_fixture.h"
 #include "test/unit/controller/policy_info_builder.h"
 #include "test/unit/kube/fake_api_client.h"
 #include "test/unit/kube/fake_api_server.h"
@@ -32,7 +36,6 @@ namespace egress::controller {
 namespace {
 
 using controllerruntime::ReconcileResult;
-using kube::testing::FakeApiServer;
 using kube::testing::FakeRequest;
 using kube::testing::FakeResponse;
 
@@ -56,58 +59,33 @@ net::awaitable<bool> flushEvents(controllerruntime::EventRecorder& recorder,
   co_return true;
 }
 
-class IPPoolProcessorTest : public ::testing::Test {
+class IPPoolProcessorTest : public testing::ComponentTest {
  protected:
   IPPoolProcessorTest() {
-    factory_ = std::make_unique<cache::SharedInformerFactory>(
-        [this](const kube::Resource& resource, const std::string&,
-               const std::string&) -> std::unique_ptr<cache::ListerWatcher> {
-          auto lw = std::make_unique<cache::testing::FakeListerWatcher>();
-          const bool pools = resource.resource == "ipampools";
-          lw->onList = [pools](const kube::ListOptions&) {
-            std::vector<std::string> items;
-            if (pools) {
-              items.push_back(kPoolJson);
-            }
-            return kube::Result<rapidjson::Document>(cache::testing::listDoc(items, "10"));
-          };
-          lw->onWatch =
-              [this](const kube::ListOptions&) -> kube::Result<std::unique_ptr<kube::Watch>> {
-            return std::unique_ptr<kube::Watch>(
-                std::make_unique<cache::testing::FakeWatch>(ioc_.get_executor()));
-          };
-          return lw;
-        },
-        clock_, ioc_.get_executor());
-    cache_ = std::make_unique<Cache>(*factory_, true);
+    makeContext([this](const kube::Resource& resource, const std::string&,
+                       const std::string&) -> std::unique_ptr<cache::ListerWatcher> {
+      auto lw = std::make_unique<cache::testing::FakeListerWatcher>();
+      const bool pools = resource.resource == "ipampools";
+      lw->onList = [pools](const kube::ListOptions&) {
+        std::vector<std::string> items;
+        if (pools) {
+          items.push_back(kPoolJson);
+        }
+        return kube::Result<rapidjson::Document>(cache::testing::listDoc(items, "10"));
+      };
+      lw->onWatch = [this](const kube::ListOptions&) -> kube::Result<std::unique_ptr<kube::Watch>> {
+        return std::unique_ptr<kube::Watch>(
+            std::make_unique<cache::testing::FakeWatch>(ioc_.get_executor()));
+      };
+      return lw;
+    });
     factory_->start();
     runUntil([&] { return cache_->pools().hasSynced(); });
-
-    auto c = kube::testing::clientFor(ioc_.get_executor(), server_);
-    EXPECT_TRUE(c) << c.error().message();
-    client_ = std::move(*c);
-    recorder_ = std::make_unique<controllerruntime::EventRecorder>(
-        ioc_.get_executor(), *client_, clock_, controllerruntime::EventRecorderOptions{}, nullptr);
-    ctx_ = std::make_unique<Context>(Context{
-        *client_, *cache_, allocator_, *recorder_, clock_, metrics_, agents_, {}, {}, {}, {}});
-  }
-
-  ~IPPoolProcessorTest() override {
-    recorder_.reset();
-    factory_->stop();
-    server_.closeAll();
-    for (int i = 0; i < 100 && ioc_.poll() > 0; ++i) {
-      ioc_.restart();
-    }
-  }
-
-  void runUntil(const std::function<bool()>& done) {
-    ASSERT_TRUE(testutil::runUntil(ioc_, done)) << "the io_context went idle first";
   }
 
   // The API server: a status update is answered with what was sent, an apply with what was
   // sent at the next resourceVersion (from 30), an Event with itself. Pods are never written.
-  FakeResponse handle(const FakeRequest& r) {
+  FakeResponse handle(const FakeRequest& r) override {
     if (r.target.find("/pods/") != std::string::npos) {
       podWrites_.push_back(r.method + " " + r.target);
     }
@@ -155,28 +133,23 @@ class IPPoolProcessorTest : public ::testing::Test {
     p.containersReady = true;
   }
 
+  // The IPPoolProcessor's step as the controller runs it: plan_ is what it decided, and i.current
+  // becomes the policy as written (the next reconcile starts from it until the watch shows it).
   ReconcileResult process(EgressGatewayPolicyInfo& i) {
     IPPoolProcessor processor(*ctx_);
-    auto result = testutil::runSync(ioc_, processor.process(i));
-    return result;
+    PolicyWriter writer(*ctx_, i);
+    auto out = testutil::runSync(ioc_, processor.process(i, writer));
+    i.current = writer.policy();
+    plan_ = out.plan;
+    return out.result;
   }
 
-  net::io_context ioc_;
-  FakeClock clock_{ioc_.get_executor()};
-  FakeApiServer server_{ioc_, [this](const FakeRequest& r) { return handle(r); }};
-  std::unique_ptr<kube::RestClient> client_;
-  std::unique_ptr<cache::SharedInformerFactory> factory_;
-  std::unique_ptr<Cache> cache_;
-  ipam::Allocator allocator_;
-  Metrics metrics_{nullptr};
-  Agents agents_;
-  std::unique_ptr<controllerruntime::EventRecorder> recorder_;
-  std::unique_ptr<Context> ctx_;
   std::vector<std::string> podWrites_;
   std::vector<std::string> events_;
   int statusWrites_ = 0;
   int conflicts_ = 0;  // status writes still to be answered 409
   int nextVersion_ = 30;
+  LedgerPlan plan_;  // the last process()'s
 };
 
 // The holder is named in the same status write as the ledger, by pod name and uid, and the
@@ -188,8 +161,8 @@ TEST_F(IPPoolProcessorTest, TheLedgerWriteNamesTheHolderAndNoPodIsWritten) {
   addPod(i, "gw-a", 10);
   auto result = process(i);
   ASSERT_TRUE(result.isDone());
-  ASSERT_TRUE(i.assignment);
-  ASSERT_EQ(i.assignment->entries.size(), 1u);
+  ASSERT_TRUE(plan_.assignment);
+  ASSERT_EQ(plan_.assignment->entries.size(), 1u);
   EXPECT_EQ(statusWrites_, 1);  // the ledger with its holder
   EXPECT_TRUE(podWrites_.empty()) << ::testing::PrintToString(podWrites_);
   ASSERT_EQ(i.current->status.gateways.size(), 1u);
@@ -197,7 +170,8 @@ TEST_F(IPPoolProcessorTest, TheLedgerWriteNamesTheHolderAndNoPodIsWritten) {
   EXPECT_EQ(i.current->status.gateways[0].podUID, "uid-gw-a");
   EXPECT_THAT(i.current->status.gateways[0].egressIPs, ::testing::ElementsAre("203.0.113.1"));
 
-  const auto status = desiredStatus(i, meta::Time(std::chrono::seconds(1'800'000'000)));
+  const auto status =
+      desiredStatus(i, *i.current, plan_, "", meta::Time(std::chrono::seconds(1'800'000'000)));
   const auto* ready = meta::findCondition(status.conditions, kConditionReady);
   ASSERT_NE(ready, nullptr);
   EXPECT_EQ(ready->status, "True") << ready->reason << ": " << ready->message;
@@ -219,7 +193,7 @@ TEST_F(IPPoolProcessorTest, AConflictingLedgerWriteRequeuesAndTheRetryWritesTheS
   EXPECT_EQ(result, ReconcileResult::requeue());
   EXPECT_EQ(statusWrites_, 0);
   EXPECT_TRUE(i.current->status.gateways.empty()) << "the copy the next try starts from";
-  const auto taken = i.assignment->entries;
+  const auto taken = plan_.assignment->entries;
   ASSERT_EQ(taken.size(), 1u);
   EXPECT_EQ(ctx_->allocator.holderOf(taken[0].front()), "ns/p");
 
@@ -227,7 +201,7 @@ TEST_F(IPPoolProcessorTest, AConflictingLedgerWriteRequeuesAndTheRetryWritesTheS
   addPod(retry, "gw-a", 10);
   ASSERT_TRUE(process(retry).isDone());
   EXPECT_EQ(statusWrites_, 1);
-  EXPECT_EQ(retry.assignment->entries, taken);
+  EXPECT_EQ(plan_.assignment->entries, taken);
   EXPECT_EQ(retry.current->status.gateways.at(0).pod, "gw-a");
   testutil::runSync(ioc_, flushEvents(*recorder_, clock_.now() + std::chrono::seconds(30)));
   ASSERT_EQ(events_.size(), 1u) << ::testing::PrintToString(events_);
@@ -244,18 +218,19 @@ TEST_F(IPPoolProcessorTest, AnAddressTakenForALedgerWriteThatFailedIsReturnedOnc
   addPod(i, "gw-a", 10);
   conflicts_ = 1;
   ASSERT_EQ(process(i), ReconcileResult::requeue());
-  const auto taken = i.assignment->entries.at(0).front();
+  const auto taken = plan_.assignment->entries.at(0).front();
   ASSERT_EQ(ctx_->allocator.holderOf(taken), "ns/p");
 
   auto invalid = testing::policyInfo(2, 0);
   invalid.poolName = "pool";
   invalid.pool = cache_->pool("pool");
   ASSERT_TRUE(process(invalid).isDone());
-  ASSERT_FALSE(invalid.assignment);
+  ASSERT_FALSE(plan_.assignment);
   EXPECT_EQ(ctx_->allocator.holderOf(taken), "ns/p") << "not before a write confirms the ledger";
 
   StatusProcessor status(*ctx_);
-  ASSERT_TRUE(testutil::runSync(ioc_, status.process(invalid)).isDone());
+  PolicyWriter writer(*ctx_, invalid);
+  ASSERT_TRUE(testutil::runSync(ioc_, status.process(invalid, plan_, "", writer)).isDone());
   EXPECT_EQ(statusWrites_, 1);
   EXPECT_EQ(ctx_->allocator.holderOf(taken), "") << "the write confirmed a ledger without it";
 }
@@ -291,8 +266,8 @@ TEST_F(IPPoolProcessorTest, AnAddressALiveAgentStillAnswersForIsNotFreed) {
   addPod(two, "gw-a", 10);
   addPod(two, "gw-b", 11);
   ASSERT_TRUE(process(two).isDone());
-  ASSERT_EQ(two.assignment->entries.size(), 2u);
-  const auto second = two.assignment->entries[1].front();
+  ASSERT_EQ(plan_.assignment->entries.size(), 2u);
+  const auto second = plan_.assignment->entries[1].front();
   ASSERT_EQ(ctx_->allocator.holderOf(second), "ns/p");
 
   coordination::Lease lease;
@@ -314,7 +289,7 @@ TEST_F(IPPoolProcessorTest, AnAddressALiveAgentStillAnswersForIsNotFreed) {
   };
   auto one = scaledDown();
   ASSERT_TRUE(process(one).isDone());
-  EXPECT_EQ(one.assignment->entries.size(), 1u);
+  EXPECT_EQ(plan_.assignment->entries.size(), 1u);
   EXPECT_EQ(ctx_->allocator.holderOf(second), "ns/p") << "freed while node-gw-b answers for it";
 
   // The agent let go (its view no longer lists the address): freed.
@@ -342,7 +317,7 @@ TEST_F(IPPoolProcessorTest, ARecreatedPolicyStartsAfreshAndItsPredecessorWaitsFo
   auto old = withUid("uid-old");
   addPod(old, "gw-old", 10);
   ASSERT_TRUE(process(old).isDone());
-  const auto first = old.assignment->entries.at(0).front();
+  const auto first = plan_.assignment->entries.at(0).front();
   ASSERT_EQ(ctx_->allocator.holderOf(first), "uid-old");
 
   auto fresh = withUid("uid-new");
@@ -356,9 +331,9 @@ TEST_F(IPPoolProcessorTest, ARecreatedPolicyStartsAfreshAndItsPredecessorWaitsFo
   oldSlice->spec.gateway->egressIPs.push_back({{first.toString()}, "node-gw-old", "gw-old", ""});
   fresh.deployment.slices = {oldSlice};
   ASSERT_TRUE(process(fresh).isDone());
-  ASSERT_EQ(fresh.assignment->entries.size(), 1u);
-  EXPECT_NE(fresh.assignment->entries[0].front(), first) << "inherited the predecessor's address";
-  EXPECT_EQ(ctx_->allocator.holderOf(fresh.assignment->entries[0].front()), "uid-new");
+  ASSERT_EQ(plan_.assignment->entries.size(), 1u);
+  EXPECT_NE(plan_.assignment->entries[0].front(), first) << "inherited the predecessor's address";
+  EXPECT_EQ(ctx_->allocator.holderOf(plan_.assignment->entries[0].front()), "uid-new");
 
   IPPoolProcessor processor(*ctx_);
   EXPECT_FALSE(processor.releaseFormerOwners(fresh)) << "its view still names it";
@@ -384,7 +359,7 @@ TEST_F(IPPoolProcessorTest, AShortfallIsReportedOnceBeforeTheWatchCatchesUp) {
   };
   auto first = three();
   ASSERT_TRUE(process(first).isDone());
-  ASSERT_EQ(first.assignment->shortfall, ipam::Shortfall::kPoolExhausted);
+  ASSERT_EQ(plan_.assignment->shortfall, ipam::Shortfall::kPoolExhausted);
   ASSERT_EQ(statusWrites_, 1);
   auto again = three();  // the cached policy has no status yet; our own write is newer
   again.current = first.current;
@@ -417,8 +392,13 @@ TEST_F(IPPoolProcessorTest, AnAddressTheViewJustNamedIsNotFreedBeforeTheCacheSho
   };
   auto reconcile = [&](EgressGatewayPolicyInfo& i) {
     deployment.useOwnViewWrites(i);
-    ASSERT_TRUE(testutil::runSync(ioc_, ipPool.process(i)).isDone());
-    ASSERT_TRUE(testutil::runSync(ioc_, deployment.process(i)).isDone());
+    PolicyWriter writer(*ctx_, i);
+    auto ledger = testutil::runSync(ioc_, ipPool.process(i, writer));
+    ASSERT_TRUE(ledger.result.isDone());
+    auto applied = testutil::runSync(ioc_, deployment.process(i, writer.policy(), ledger.plan));
+    ASSERT_TRUE(applied.result.isDone());
+    i.current = writer.policy();
+    plan_ = ledger.plan;
   };
   auto two = withPods(1, 2);
   reconcile(two);
@@ -428,7 +408,7 @@ TEST_F(IPPoolProcessorTest, AnAddressTheViewJustNamedIsNotFreedBeforeTheCacheSho
   auto one = withPods(2, 1);  // scaled down; the cache has no slice yet
   one.current->status = two.current->status;
   reconcile(one);
-  ASSERT_EQ(one.assignment->entries.size(), 1u);
+  ASSERT_EQ(plan_.assignment->entries.size(), 1u);
   EXPECT_TRUE(one.viewInFlight.contains(second));
   EXPECT_EQ(ctx_->allocator.holderOf(second), "ns/p") << "freed while the view names it";
 
@@ -447,6 +427,37 @@ TEST_F(IPPoolProcessorTest, AnAddressTheViewJustNamedIsNotFreedBeforeTheCacheSho
   reconcile(caughtUp);
   EXPECT_TRUE(caughtUp.viewInFlight.empty());
   EXPECT_EQ(ctx_->allocator.holderOf(second), "");
+}
+
+// A new leader finds a deleted policy's addresses only in its published view (no ledger: the
+// policy is gone, so its owner has no pool on record). Once the view is gone they are freed, and
+// the policy waiting for an address of their pool is queued: the freed addresses say which pool
+// they return to. (Found by the model test, seed 20: a pool with free addresses and a policy
+// that waited for them for good.)
+TEST_F(IPPoolProcessorTest, AnAddressHeldOnlyForAViewWakesThePolicyWaitingForItsPoolWhenFreed) {
+  syncPoolFromCache(*ctx_, "pool");
+  const auto spec = *ctx_->allocator.poolSpec("pool");
+  ctx_->allocator.rebuild(
+      {spec}, {},
+      {{"uid-gone", "ns/gone", "EgressPolicySlice ns.gone.0", {"203.0.113.1", "203.0.113.2"}}});
+  auto i = info();
+  addPod(i, "gw-a", 10);
+  ASSERT_TRUE(process(i).isDone());
+  ASSERT_EQ(plan_.assignment->shortfall, ipam::Shortfall::kPoolExhausted);
+
+  testing::RecordingController policies({"policies", 1, clock_, ioc_.get_executor(), nullptr});
+  ctx_->policies.connect(policies.enqueuer());
+  net::co_spawn(ioc_, policies.run(), net::detached);
+  EgressGatewayPolicyInfo gone;
+  gone.key = "ns/gone";
+  gone.ns = "ns";
+  gone.name = "gone";
+  IPPoolProcessor processor(*ctx_);
+  EXPECT_TRUE(processor.releaseFormerOwners(gone));
+  settle();
+  EXPECT_THAT(policies.keys, ::testing::ElementsAre("ns/p"));
+  policies.stop();
+  settle();
 }
 
 }  // namespace

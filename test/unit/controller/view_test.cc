@@ -5,6 +5,7 @@
 #include <rapidjson/document.h>
 
 #include "pkg/apis/networking/v1alpha1/zz_generated.codec.h"
+#include "pkg/controller/egressgateway/status.h"
 #include "pkg/controller/names.h"
 #include "test/unit/controller/policy_info_builder.h"
 
@@ -125,6 +126,15 @@ TEST(View, OnlyPodsThatCanSendAreSources) {
   EXPECT_THAT(v4[0].ips, ElementsAre("10.244.2.7"));
 }
 
+// The ledger `entries` with the holders the policy's status records, as the IPPoolProcessor
+// hands it on when nothing moves.
+LedgerPlan recorded(const EgressGatewayPolicyInfo& info, std::vector<ipam::Entry> entries) {
+  LedgerPlan plan;
+  plan.holders = entryHolders(info, info.current->status, entries);
+  plan.entries = std::move(entries);
+  return plan;
+}
+
 TEST(View, HoldersAreProvenScheduledPodsThatAreNotLeaving) {
   auto info = testing::policyInfo(1, 3);
   testing::addGatewayPod(info, "a", 100);
@@ -132,8 +142,8 @@ TEST(View, HoldersAreProvenScheduledPodsThatAreNotLeaving) {
   auto& b = testing::addGatewayPod(info, "b", 101);
   testing::recordHolder(info, "b", "203.0.113.2");
   b.terminating = true;
-  std::vector<ipam::Entry> ledger{entry({"203.0.113.1"}), entry({"203.0.113.2"}),
-                                  entry({"203.0.113.3"})};
+  const auto ledger =
+      recorded(info, {entry({"203.0.113.1"}), entry({"203.0.113.2"}), entry({"203.0.113.3"})});
   auto holders = viewHolders(info, ledger);
   ASSERT_EQ(holders.size(), 3u);
   ASSERT_TRUE(holders[0]);
@@ -152,7 +162,8 @@ TEST(View, AnEntryAnotherLiveNodeStillHoldsHasNoHolderYet) {
   testing::recordHolder(info, "a", "203.0.113.1");
   testing::addGatewayPod(info, "b", 101);
   testing::recordHolder(info, "b", "203.0.113.2,2001:db8::2");
-  std::vector<ipam::Entry> ledger{entry({"203.0.113.1"}), entry({"203.0.113.2", "2001:db8::2"})};
+  const auto ledger =
+      recorded(info, {entry({"203.0.113.1"}), entry({"203.0.113.2", "2001:db8::2"})});
   std::map<ipam::Address, std::set<std::string>> claims;
   claims[*ipam::parseAddress("203.0.113.1")] = {"node-a"};    // its own node: fine
   claims[*ipam::parseAddress("2001:db8::2")] = {"node-old"};  // the old holder, still live

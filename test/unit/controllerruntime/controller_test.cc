@@ -34,9 +34,9 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-// A processor the test scripts: records every call, how many ran at once (per key and in all),
-// and optionally suspends each call on the fake clock.
-class ScriptedProcessor : public Processor<const std::string> {
+// What the test controller's reconcile runs, scripted: records every call, how many ran at once
+// (per key and in all), and optionally suspends each call on the fake clock.
+class ScriptedProcessor {
  public:
   // The result of the n-th call (1-based) for `key`; may throw.
   using Script = std::function<ReconcileResult(const std::string& key, int n)>;
@@ -46,9 +46,9 @@ class ScriptedProcessor : public Processor<const std::string> {
   };
 
   ScriptedProcessor(Clock& clock, std::string name) : clock_(&clock), name_(std::move(name)) {}
-  const std::string& name() const override { return name_; }
+  const std::string& name() const { return name_; }
 
-  net::awaitable<ReconcileResult> process(const std::string& key) override {
+  net::awaitable<ReconcileResult> process(const std::string& key) {
     calls.push_back({key, clock_->now()});
     const int n = ++perKey[key];
     if (++inFlight[key] > 1) {
@@ -629,35 +629,21 @@ TEST_F(ControllerInformerTest, HandlersOutliveTheController) {
   EXPECT_TRUE(runReturned_);
 }
 
-// How processor results combine (processor.h).
-class RecordingProcessor : public Processor<const std::string> {
- public:
-  RecordingProcessor(std::string name, ReconcileResult result, std::vector<std::string>* log)
-      : name_(std::move(name)), result_(std::move(result)), log_(log) {}
-  const std::string& name() const override { return name_; }
-  net::awaitable<ReconcileResult> process(const std::string& key) override {
-    log_->push_back(name_ + ":" + key);
-    co_return result_;
-  }
-
- private:
-  std::string name_;
-  ReconcileResult result_;
-  std::vector<std::string>* log_;
-};
-
+// How processor results combine (processor.h): a chain of processors that return `results`,
+// run as a reconcile runs its steps.
 class ProcessorsTest : public ::testing::Test {
  protected:
   ReconcileResult run(const std::vector<ReconcileResult>& results) {
-    std::vector<std::shared_ptr<Processor<const std::string>>> chain;
+    ProcessorResults chain;
     for (size_t i = 0; i < results.size(); ++i) {
-      chain.push_back(
-          std::make_shared<RecordingProcessor>("p" + std::to_string(i), results[i], &log_));
+      const std::string name = "p" + std::to_string(i);
+      log_.push_back(name + ":k");
+      if (!chain.add(results[i], name)) {
+        break;
+      }
     }
-    const std::string key = "k";
-    return testutil::runSync(ioc_, runProcessors(chain, key));
+    return chain.result();
   }
-  net::io_context ioc_;
   std::vector<std::string> log_;
 };
 

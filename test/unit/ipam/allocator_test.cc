@@ -133,10 +133,10 @@ TEST(Allocator, ExhaustionKeepsWhatIsHeldAndRunsAsManyAsItCan) {
   auto b = assignAndCommit(a, request("ns/b", "p", 3));
   EXPECT_EQ(b.shortfall, Shortfall::kPoolExhausted);
   EXPECT_THAT(texts(b.entries), ElementsAre("203.0.113.2"));
-  EXPECT_THAT(a.waitingFor("p", {ip("203.0.113.1")}), ElementsAre("ns/b"));
+  EXPECT_THAT(a.waitingFor({ip("203.0.113.1")}), ElementsAre("ns/b"));
   // A freed address of a family it is not short of, or of another pool, wakes nothing.
-  EXPECT_THAT(a.waitingFor("p", {ip("2001:db8::1")}), IsEmpty());
-  EXPECT_THAT(a.waitingFor("q", {ip("203.0.113.1")}), IsEmpty());
+  EXPECT_THAT(a.waitingFor({ip("2001:db8::1")}), IsEmpty());
+  EXPECT_THAT(a.waitingFor({ip("198.51.100.1")}), IsEmpty());
   a.commit("ns/a", "p", {});
   auto retry = assignAndCommit(a, request("ns/b", "p", 3));
   EXPECT_THAT(texts(retry.entries), ElementsAre("203.0.113.2", "203.0.113.1"));

@@ -1,0 +1,223 @@
+// Component tests of the egressgateway subcontroller: the real EgressGatewayController (its event
+// handlers, workers and processors) over the shared cache, fed by fake ListerWatchers, writing to
+// the in-process API server of test/unit/kube. Which events cost a reconcile, and how the steps
+// of a reconcile hand on what they decided when one of them fails.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "pkg/apis/networking/v1alpha1/zz_generated.codec.h"
+#include "pkg/controller/conditions.h"
+#include "pkg/controller/egressgateway/controller.h"
+#include "pkg/controller/names.h"
+#include "test/unit/cache/fake_lister_watcher.h"
+#include "test/unit/controller/component_fixture.h"
+
+namespace egress::controller {
+namespace {
+
+constexpr char kPoolJson[] =
+    R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"IPAMPool",)"
+    R"("metadata":{"name":"pool","uid":"uid-pool","resourceVersion":"1",)"
+    R"("creationTimestamp":"2026-11-01T00:00:00Z"},"spec":{"cidrs":["203.0.113.0/30"]}})";
+
+constexpr char kConfigJson[] =
+    R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"OperatorConfig",)"
+    R"("metadata":{"name":"default","resourceVersion":"1"},"spec":{"gatewayImage":"img"}})";
+
+constexpr char kPolicyJson[] =
+    R"({"apiVersion":"networking.egressgateway.dev/v1alpha1","kind":"EgressGatewayPolicy",)"
+    R"("metadata":{"name":"web","namespace":"ns","uid":"uid-web","resourceVersion":"1",)"
+    R"("generation":1},"spec":{"podSelector":{"matchLabels":{"app":"web"}},)"
+    R"("egressIP":{"pool":"pool"}}})";
+
+// Source pod web-1 at resourceVersion `rv`, labelled app=`app`, with the container's restart
+// count `restarts` (what a kubelet status update changes, and the operator does not keep).
+std::string sourcePodJson(const std::string& rv, const std::string& app, int restarts) {
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","namespace":"ns",)"
+         R"("uid":"uid-web-1","resourceVersion":")" +
+         rv + R"(","labels":{"app":")" + app +
+         R"("}},"spec":{"nodeName":"node-1","containers":[{"name":"app","image":"img"}]},)"
+         R"("status":{"phase":"Running","podIP":"10.244.1.5","podIPs":[{"ip":"10.244.1.5"}],)"
+         R"("containerStatuses":[{"name":"app","ready":true,"restartCount":)" +
+         std::to_string(restarts) + R"(,"image":"img","imageID":"img"}]}})";
+}
+
+class EgressGatewayControllerTest : public testing::ComponentTest {
+ protected:
+  // Starts the controller over a cache that lists ns/web and its source pod, and `more`.
+  void start(const std::map<std::string, std::vector<std::string>>& more = {}) {
+    lists_ = more;
+    lists_["egressgatewaypolicies"] = {kPolicyJson};
+    lists_["pods"] = {sourcePodJson("1", "web", 0)};
+    makeContextFromLists();
+    controller_ = std::make_unique<EgressGatewayController>(
+        controllerruntime::Controller::Options{"egressgateway", 1, clock_, ioc_.get_executor(),
+                                               &registry_},
+        *ctx_);
+    EXPECT_TRUE(controller_->setUp(*factory_));
+    factory_->start();
+    runUntil([&] {
+      return cache_->pods().hasSynced() && cache_->policies().hasSynced() &&
+             watches_.contains("pods");
+    });
+    net::co_spawn(ioc_, controller_->run(), net::detached);
+    quiesce();
+  }
+
+  ~EgressGatewayControllerTest() override {
+    if (controller_) {
+      controller_->stop();
+    }
+    settle();
+  }
+
+  // A status update is answered as the API server does (its generation, the next
+  // resourceVersion) and kept in statuses_; a Deployment's apply is refused while
+  // refuseDeployments_; anything else is answered with itself.
+  kube::testing::FakeResponse handle(const kube::testing::FakeRequest& r) override {
+    auto out = ComponentTest::handle(r);
+    if (r.target.find("/events") != std::string::npos && r.method == "POST") {
+      rapidjson::Document d;
+      d.Parse(r.body.c_str());
+      events_.push_back(std::string(d["type"].GetString()) + " " + d["reason"].GetString());
+    } else if (r.target.find("/events/") != std::string::npos) {
+      events_.push_back(r.method + " (a repeat)");
+    }
+    if (refuseDeployments_ && r.target.find("/deployments/") != std::string::npos) {
+      out.status = 403;
+      out.body = R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden",)"
+                 R"("code":403,"message":"deployments.apps \"egw-web\" is forbidden"})";
+    }
+    if (r.method == "PUT" && r.target.find("/status") != std::string::npos) {
+      rapidjson::Document d;
+      d.Parse(r.body.c_str());
+      auto& md = d["metadata"];
+      md.AddMember("generation", 1, d.GetAllocator());
+      md["resourceVersion"].SetString(std::to_string(++version_).c_str(), d.GetAllocator());
+      rapidjson::StringBuffer buf;
+      rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+      d.Accept(w);
+      out.status = 200;
+      out.body = buf.GetString();
+      statuses_.push_back(out.body);
+    }
+    return out;
+  }
+
+  // The condition `type` of the status last written.
+  meta::Condition lastCondition(std::string_view type) {
+    EXPECT_FALSE(statuses_.empty());
+    rapidjson::Document d;
+    d.Parse(statuses_.empty() ? "{}" : statuses_.back().c_str());
+    auto policy = v1alpha1::decodeEgressGatewayPolicy(d);
+    const auto* c = policy ? meta::findCondition(policy->status.conditions, type) : nullptr;
+    return c != nullptr ? *c : meta::Condition{};
+  }
+
+  // The sum of a metric's series.
+  double sum(const std::string& name) {
+    double n = 0;
+    for (const auto& family : registry_.Collect()) {
+      for (const auto& metric : family.name == name ? family.metric : decltype(family.metric){}) {
+        n += family.type == prometheus::MetricType::Counter ? metric.counter.value
+                                                            : metric.gauge.value;
+      }
+    }
+    return n;
+  }
+  // Reconciles of the policy so far, whatever their result.
+  double reconciles() { return sum("controller_runtime_reconcile_total"); }
+
+  // Runs until what is ready has run and no reconcile is queued or running (one may wait for
+  // the API server's answer).
+  void quiesce() {
+    settle();
+    runUntil([&] {
+      return controller_->queueLength() == 0 && sum("controller_runtime_active_workers") == 0;
+    });
+  }
+
+  // A watch event of `resource` modifying the object `json`, and whatever reconcile it causes.
+  void modifiedAndReconciled(const std::string& resource, const std::string& json) {
+    modified(resource, json);
+    quiesce();
+  }
+
+  prometheus::Registry registry_;
+  std::unique_ptr<EgressGatewayController> controller_;
+  std::vector<std::string> statuses_;  // the policy as each status update left it
+  // "<type> <reason>" of each Event created, "PATCH (a repeat)" for each repeat counted
+  std::vector<std::string> events_;
+  bool refuseDeployments_ = false;
+  int version_ = 1;
+};
+
+TEST_F(EgressGatewayControllerTest, OnlyAPodChangeTheOperatorKeepsCostsAReconcile) {
+  start();
+  const double first = reconciles();
+  ASSERT_GE(first, 1) << "the policy's first reconcile";
+
+  // A kubelet status update: the container restarted. The operator keeps nothing of it.
+  modifiedAndReconciled("pods", sourcePodJson("2", "web", 1));
+  EXPECT_EQ(reconciles(), first);
+
+  // Its labels change: the policy no longer selects it.
+  modifiedAndReconciled("pods", sourcePodJson("3", "other", 1));
+  EXPECT_EQ(reconciles(), first + 1);
+}
+
+// The watch brings back the policy as this process's status update left it: nothing new, and no
+// reconcile. Anyone else's write of the policy is one.
+TEST_F(EgressGatewayControllerTest, TheEchoOfItsOwnStatusWriteCostsNoReconcile) {
+  start();
+  ASSERT_EQ(statuses_.size(), 1u) << "the first reconcile writes the status (NoPool)";
+  const double first = reconciles();
+  modifiedAndReconciled("egressgatewaypolicies", statuses_.back());
+  EXPECT_EQ(reconciles(), first);
+
+  rapidjson::Document d;
+  d.Parse(statuses_.back().c_str());
+  d["metadata"]["resourceVersion"].SetString("100", d.GetAllocator());
+  d["metadata"]["labels"].SetObject().AddMember("team", "a", d.GetAllocator());
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  d.Accept(w);
+  modifiedAndReconciled("egressgatewaypolicies", buf.GetString());
+  EXPECT_EQ(reconciles(), first + 1);
+}
+
+// The Deployment cannot be written: the reconcile fails with the apply's error, the status (after
+// the ledger) says ApplyFailed, and one Warning Event says so; a retry that fails the same way
+// writes nothing and sends no second Event.
+TEST_F(EgressGatewayControllerTest, AFailedApplyIsReportedOnceByTheStatusStepAfterIt) {
+  refuseDeployments_ = true;
+  start({{"ipampools", {kPoolJson}}, {"operatorconfigs", {kConfigJson}}});
+  EXPECT_GE(sum("controller_runtime_reconcile_errors_total"), 1);
+  ASSERT_EQ(statuses_.size(), 2u) << "the ledger, then what the apply's failure left";
+  const auto available = lastCondition(kConditionGatewayAvailable);
+  EXPECT_EQ(available.reason, kReasonApplyFailed);
+  EXPECT_THAT(available.message, ::testing::HasSubstr("is forbidden"));
+  EXPECT_EQ(lastCondition(kConditionReady).reason, kReasonApplyFailed);
+
+  const double first = reconciles();
+  clock_.advance(std::chrono::seconds(1));  // past the first backoff
+  quiesce();
+  EXPECT_GT(reconciles(), first) << "retried";
+  EXPECT_EQ(statuses_.size(), 2u);
+  testutil::runUntil(ioc_, [&] { return events_.size() >= 2; });
+  EXPECT_THAT(events_, ::testing::UnorderedElementsAre("Normal Allocated", "Warning ApplyFailed"));
+}
+
+}  // namespace
+}  // namespace egress::controller
