@@ -177,9 +177,9 @@ net::awaitable<IPPoolProcessor::Outcome> IPPoolProcessor::process(
     const EgressGatewayPolicyInfo& info, PolicyWriter& writer) {
   const auto& policy = *info.policy;
   // The once-per-transition checks read the status this reconcile starts from: what this process
-  // last wrote if the watch has yet to deliver it (info.current), or they report again until the
-  // watch catches up. Copied: the ledger write below replaces the writer's policy.
-  const v1alpha1::EgressGatewayPolicyStatus found = writer.policy().status;
+  // last wrote if the watch has yet to deliver it (info.current, which no write changes), or they
+  // report again until the watch catches up.
+  const v1alpha1::EgressGatewayPolicyStatus& found = info.current->status;
   const std::string reported = conditionReason(found.conditions, kConditionIPAllocated);
   Outcome out;
   LedgerPlan& plan = out.plan;
