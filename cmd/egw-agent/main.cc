@@ -180,7 +180,9 @@ int main(int argc, char** argv) {
   // The report starts empty: until its first sync this process has programmed nothing it knows
   // of, and a predecessor's report may be stale (the node may have rebooted).
   const std::string programmed(egress::dataplane::kProgrammedAnnotation);
+  const std::string observedSlices(egress::dataplane::kObservedSlicesAnnotation);
   lock.setAnnotation(programmed, "");
+  lock.setAnnotation(observedSlices, "");
   egress::agent::LeaseRenewer::Options renewOptions;
   renewOptions.renewInterval = std::chrono::milliseconds(renewIntervalMs);
   renewOptions.duration = std::chrono::seconds(leaseDurationS);
@@ -201,8 +203,10 @@ int main(int argc, char** argv) {
   agentOptions.nodeName = nodeName;
   agentOptions.leaseNamespace = leaseNamespace;
   agentOptions.dryRun = dryRun;
-  agentOptions.report = [&lock, programmed](const std::string& value) {
-    lock.setAnnotation(programmed, value);
+  agentOptions.report = [&lock, programmed, observedSlices](const std::string& held,
+                                                            const std::string& version) {
+    lock.setAnnotation(programmed, held);
+    lock.setAnnotation(observedSlices, version);
   };
   auto& dp = agentOptions.dataplane;
   dp.uplink = uplink;

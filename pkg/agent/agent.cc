@@ -197,13 +197,16 @@ void Agent::warnAbout(const std::vector<std::string>& problems) {
   problems_ = std::move(now);
 }
 
-void Agent::report(const std::string& programmed) {
-  if (reported_ == programmed || !options_.report) {
+void Agent::report(const std::string& programmed, const std::string& observedSlices) {
+  if (!options_.report || (reported_ == programmed && reportedSlices_ == observedSlices)) {
     return;
   }
-  options_.report(programmed);
-  reported_ = programmed;
-  renewer_.renewSoon();
+  options_.report(programmed, observedSlices);
+  reportedSlices_ = observedSlices;
+  if (reported_ != programmed) {
+    reported_ = programmed;
+    renewer_.renewSoon();
+  }
 }
 
 Result<int, std::string> Agent::apply(const dataplane::DesiredState& want) {
@@ -326,6 +329,8 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
   const auto resync = ReconcileResult::requeueAfter(after);
   metrics_.setFenced(!renewer_.fresh(now));
   std::vector<std::string> problems;
+  // Read with the view, in the same turn: the version its slices reflect.
+  const std::string observedSlices = slices_->indexedResourceVersion();
   auto v = view(now, &problems);
   if (options_.dataplane.uplink.empty()) {
     for (const auto& n : v.nodes) {
@@ -368,7 +373,7 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
           still.push_back(e);
         }
       }
-      report(dataplane::programmedAnnotation(still));
+      report(dataplane::programmedAnnotation(still), programmedSlices_);
       metrics_.syncFailed();
       co_return ReconcileResult::error(applied.error());
     }
@@ -400,7 +405,8 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
       std::chrono::duration<double>(clock().wallNow().time_since_epoch()).count(), changes);
   // After the kernel (in a dry run: after computing it), and never waited for: the renewer
   // writes it.
-  report(dataplane::programmedAnnotation(want->held));
+  programmedSlices_ = observedSlices;
+  report(dataplane::programmedAnnotation(want->held), programmedSlices_);
   co_return resync;
 }
 

@@ -17,7 +17,11 @@
 // newly held egress IPs by gratuitous ARP / unsolicited NA at 0, 1 and 2 s. Then it reports
 // what it holds and has programmed on its Lease (kProgrammedAnnotation, through
 // AgentOptions::report) and has the renewer write it at once when it changed: the operator
-// derives the gateway pods' readiness gate from it. With dryRun nothing is applied or sent: the
+// derives the gateway pods' readiness gate from it. With it goes the slices' resourceVersion
+// that the programmed state reflects (kObservedSlicesAnnotation): the operator frees an address
+// the published view stopped naming only once every live agent reports a version at least that
+// of the write that dropped it (before that, an agent may have programmed it from an older
+// read and not yet said so). With dryRun nothing is applied or sent: the
 // state is computed and counted only, and reported as if it had been (so the API side can be
 // tested).
 #pragma once
@@ -59,9 +63,12 @@ struct AgentOptions {
   bool dryRun = false;
   std::chrono::milliseconds debounce{100};
   std::chrono::milliseconds resync{1000};
-  // Publishes the agent's report (the value of kProgrammedAnnotation) on its Lease's next
-  // write; the agent then has the renewer write it at once. Unset: not reported.
-  std::function<void(const std::string& programmed)> report;
+  // Publishes the agent's report on its Lease's next write: what it holds and has programmed
+  // (kProgrammedAnnotation) and the slices' resourceVersion that state reflects
+  // (kObservedSlicesAnnotation). A changed `programmed` is written at once (the agent has the
+  // renewer write it); a newer `observedSlices` alone rides on the next renewal. Unset: not
+  // reported.
+  std::function<void(const std::string& programmed, const std::string& observedSlices)> report;
   // The API server's addresses as this agent reaches it (kube::serverAddresses): never an
   // egress IP, never a destination that leaves through a gateway.
   std::vector<ipam::Address> apiServer;
@@ -91,7 +98,7 @@ class Agent : public controllerruntime::Controller {
   // Logs the problems that were not there at the last sync: an ignored slice or a contested
   // egress IP (fail closed) must be visible without a line per problem every second.
   void warnAbout(const std::vector<std::string>& problems);
-  void report(const std::string& programmed);
+  void report(const std::string& programmed, const std::string& observedSlices);
 
   AgentOptions options_;
   LeaseRenewer& renewer_;
@@ -119,6 +126,10 @@ class Agent : public controllerruntime::Controller {
   std::set<std::string> problems_;
   // The report last published; nullopt before the first.
   std::optional<std::string> reported_;
+  std::string reportedSlices_;
+  // The slices' resourceVersion of the last sync that programmed the kernel in full: a failed
+  // apply reports the one before it, since what the failed one withdrew may still be answered.
+  std::string programmedSlices_;
 };
 
 // The device that has `ip` (getifaddrs), or "".

@@ -232,6 +232,19 @@ class SharedIndexInformer : public InformerBase {
   const std::string& name() const override { return state_->options.name; }
   const Indexer<T>& indexer() const { return state_->indexer; }
   const Reflector* reflector() const { return state_->reflector.get(); }
+  // The resourceVersion up to which the indexer reflects the server's stream: the reflector's
+  // last one while nothing it queued waits to be processed, else the last one that held when
+  // the queue ran empty; "" before the first list. What a reader of the indexer has seen, never
+  // more (the reflector's own version runs ahead of the indexer by the queue). Not in client-go,
+  // whose LastSyncResourceVersion() is the reflector's: egw-agent reports this one, so that the
+  // operator knows which writes a sync of the agent reflected.
+  std::string indexedResourceVersion() const {
+    const State& s = *state_;
+    if (s.fifo.size() == 0 && s.reflector) {
+      return s.reflector->lastSyncResourceVersion();
+    }
+    return s.indexedRv;
+  }
   std::chrono::milliseconds resyncCheckPeriod() const { return state_->resyncCheckPeriod; }
   // Object versions that did not decode (each counted once).
   size_t decodeFailures() const { return state_->fifo.decodeFailures(); }
@@ -344,6 +357,7 @@ class SharedIndexInformer : public InformerBase {
     std::vector<RegistrationPtr> registrations;
     std::set<const Registration*> syncing;
     std::chrono::milliseconds resyncCheckPeriod;
+    std::string indexedRv;  // indexedResourceVersion() while the queue is not empty
     bool started = false;
     bool stopping = false;
     int running = 0;
@@ -366,6 +380,9 @@ class SharedIndexInformer : public InformerBase {
         }
         s->processDeltas(*popped);
         s->fifo.done(*popped);
+        if (s->fifo.size() == 0) {
+          s->indexedRv = s->reflector->lastSyncResourceVersion();
+        }
         if (shouldYield(++processed)) {
           co_await yieldNow();
         }

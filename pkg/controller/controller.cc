@@ -229,6 +229,8 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
   // while an agent may program it. (An agent still answering for an address no slice names keeps
   // it from any new holder in the view: viewHolders.)
   const auto conflicts = allocator_.rebuild(pools, ledgers, cache_->addressesInUse());
+  // What the rebuild finds free may have left the predecessor's view moments ago (agents.h).
+  agents_.setStartVersion(cache_->slices().indexedResourceVersion());
   size_t held = 0;
   size_t beyond = 0;
   for (const auto& owner : allocator_.owners()) {

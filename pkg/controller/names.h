@@ -50,6 +50,9 @@ inline constexpr std::string_view kIPProgrammedCondition = "egressgateway.dev/ip
 // On egw-agent's Lease: the egress IPs it holds and has programmed, canonical, sorted,
 // comma-separated (pkg/dataplane/cluster_view.h has the same text for the agent).
 inline constexpr std::string_view kProgrammedAnnotation = "egressgateway.dev/programmed";
+// On egw-agent's Lease, with it: the EgressPolicySlices' resourceVersion its programmed state
+// reflects (withdrawals.h: when an address the slices dropped may be freed).
+inline constexpr std::string_view kObservedSlicesAnnotation = "egressgateway.dev/observed-slices";
 // With the agent, gateway pods leave a not-ready or unreachable node after this long instead of
 // the API server's default 300 s, so the Deployment replaces them while the IP moves.
 inline constexpr int64_t kAgentTolerationSeconds = 10;

@@ -4,15 +4,32 @@
 #include <cstdint>
 
 namespace egress::controller {
+namespace {
+
+bool parse(const std::string& text, uint64_t& out) {
+  const auto* end = text.data() + text.size();
+  auto [p, err] = std::from_chars(text.data(), end, out);
+  return err == std::errc() && p == end && !text.empty();
+}
+
+}  // namespace
 
 bool versionBefore(const std::string& cached, const std::string& written) {
   uint64_t a = 0;
   uint64_t b = 0;
-  const auto* ae = cached.data() + cached.size();
-  const auto* be = written.data() + written.size();
-  auto [ap, aerr] = std::from_chars(cached.data(), ae, a);
-  auto [bp, berr] = std::from_chars(written.data(), be, b);
-  return aerr == std::errc() && berr == std::errc() && ap == ae && bp == be && a < b;
+  return parse(cached, a) && parse(written, b) && a < b;
+}
+
+bool versionReached(const std::string& observed, const std::string& version) {
+  if (observed.empty()) {
+    return false;
+  }
+  uint64_t a = 0;
+  uint64_t b = 0;
+  if (parse(observed, a) && parse(version, b)) {
+    return a >= b;
+  }
+  return observed == version;
 }
 
 }  // namespace egress::controller

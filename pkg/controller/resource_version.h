@@ -14,4 +14,9 @@ namespace egress::controller {
 // Whether resourceVersion `cached` is certainly older than `written`: both integers, and less.
 bool versionBefore(const std::string& cached, const std::string& written);
 
+// Whether `observed` is certainly at least `version`: both integers and not less, or the same
+// text. "" (never reported) and versions that cannot be compared read as "not yet": the caller
+// waits rather than assume a reader has seen a write.
+bool versionReached(const std::string& observed, const std::string& version);
+
 }  // namespace egress::controller

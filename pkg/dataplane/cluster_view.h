@@ -33,6 +33,10 @@ inline constexpr std::string_view kAgentLeasePrefix = "egw-agent-";
 // The agent's report on its own Lease: the egress IPs it holds and has programmed, from which
 // the operator sets the gateway pods' readiness gate (the agent writes no pod).
 inline constexpr std::string_view kProgrammedAnnotation = "egressgateway.dev/programmed";
+// With it: the EgressPolicySlices' resourceVersion that the programmed state reflects. The
+// operator frees an address the slices stopped naming only once every live agent reports a
+// version at least that of the write that dropped it.
+inline constexpr std::string_view kObservedSlicesAnnotation = "egressgateway.dev/observed-slices";
 
 struct NodeView {
   std::string name;

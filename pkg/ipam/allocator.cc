@@ -34,6 +34,8 @@ std::string_view shortfallName(Shortfall s) {
       return "AddressReserved";
     case Shortfall::kInvalidAddress:
       return "InvalidAddress";
+    case Shortfall::kAgentsCatchingUp:
+      return "AgentsCatchingUp";
   }
   return "Unknown";
 }

@@ -129,6 +129,7 @@ enum class Shortfall {
   kAddressNotInPool,  // an explicit address is outside the pool or excluded
   kAddressReserved,   // an explicit address is reserved (setReserved) or special-use
   kInvalidAddress,    // an explicit address is not an IP address
+  kAgentsCatchingUp,  // a new leader waits for the agents to report its start (agents.h)
 };
 
 // "PoolExhausted", ... ; "" for kNone.

@@ -73,7 +73,9 @@ class OperatorAgentE2E : public ::testing::Test {
   }
 
   // A Lease as egw-agent on `node` renews it, last renewed at `renewed`, reporting `programmed`
-  // (comma-separated egress IPs) programmed.
+  // (comma-separated egress IPs) programmed. A stand-in for an agent that has seen every slice
+  // write there will be: its observed version is the largest there is, so no release and no
+  // new leader's first allocation waits for it (ippool_processor_test has the waiting).
   ::testing::AssertionResult writeAgentLease(const std::string& node,
                                              std::chrono::system_clock::time_point renewed,
                                              int durationSeconds,
@@ -81,8 +83,9 @@ class OperatorAgentE2E : public ::testing::Test {
     return apply("apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: egw-agent-" +
                  node + "\n  namespace: " + leaseNs_ +
                  "\n  annotations: {egressgateway.dev/programmed: \"" + programmed +
-                 "\"}\nspec:\n  holderIdentity: " + node +
-                 "\n  leaseDurationSeconds: " + std::to_string(durationSeconds) +
+                 "\", egressgateway.dev/observed-slices: \"18446744073709551615\"}\nspec:\n"
+                 "  holderIdentity: " +
+                 node + "\n  leaseDurationSeconds: " + std::to_string(durationSeconds) +
                  "\n  renewTime: \"" + microTime(renewed) + "\"\n");
   }
   static std::string microTime(std::chrono::system_clock::time_point t) {

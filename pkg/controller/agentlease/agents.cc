@@ -1,6 +1,7 @@
 #include "pkg/controller/agentlease/agents.h"
 
 #include "pkg/controller/names.h"
+#include "pkg/controller/resource_version.h"
 
 namespace egress::controller {
 
@@ -38,6 +39,9 @@ bool Agents::observe(const coordination::Lease& lease, Clock::TimePoint now) {
     return false;
   }
   leases_.observe(node, lease, now);
+  auto observed = lease.metadata.annotations.find(std::string(kObservedSlicesAnnotation));
+  observedSlices_[node] =
+      observed == lease.metadata.annotations.end() ? std::string() : observed->second;
   auto reported = programmedAddresses(lease);
   auto& known = programmed_[node];
   if (known == reported) {
@@ -50,6 +54,7 @@ bool Agents::observe(const coordination::Lease& lease, Clock::TimePoint now) {
 void Agents::forget(const std::string& node) {
   leases_.forget(node);
   programmed_.erase(node);
+  observedSlices_.erase(node);
 }
 
 bool Agents::live(const std::string& node, Clock::TimePoint now) const {
@@ -85,6 +90,57 @@ std::set<std::string> Agents::nodes() const {
     out.insert(node);
   }
   return out;
+}
+
+const std::string& Agents::observedSlices(const std::string& node) const {
+  static const std::string kNone;
+  auto it = observedSlices_.find(node);
+  return it == observedSlices_.end() ? kNone : it->second;
+}
+
+bool Agents::caughtUp(const std::string& version, Clock::TimePoint now) const {
+  for (const auto& [node, observed] : observedSlices_) {
+    if (live(node, now) && !versionReached(observed, version)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Agents::withdrawn(const ipam::Address& address, const std::string& version,
+                       const std::string& key, Clock::TimePoint now) {
+  if (auto it = withdrawals_.find(address); it != withdrawals_.end()) {
+    return !caughtUp(it->second.version, now);
+  }
+  if (caughtUp(version, now)) {
+    return false;
+  }
+  withdrawals_[address] = {version, key};
+  return true;
+}
+
+void Agents::forgetWithdrawal(const ipam::Address& address) {
+  withdrawals_.erase(address);
+}
+
+bool Agents::startPending(Clock::TimePoint now) const {
+  return !startVersion_.empty() && !caughtUp(startVersion_, now);
+}
+
+std::set<std::string> Agents::settle(Clock::TimePoint now) {
+  std::set<std::string> keys;
+  if (!startVersion_.empty() && caughtUp(startVersion_, now)) {
+    startVersion_.clear();
+    keys.swap(startWaiting_);
+  }
+  for (auto& [address, w] : withdrawals_) {
+    const bool caught = caughtUp(w.version, now);
+    if (caught && !w.settled) {
+      keys.insert(w.key);
+    }
+    w.settled = caught;
+  }
+  return keys;
 }
 
 }  // namespace egress::controller

@@ -8,6 +8,12 @@
 // while it still answers for it. The agent fences itself a margin before a full duration after
 // it sent the renewal; the operator moves an address no earlier than a full duration after it
 // saw that renewal, which is later.
+//
+// It also keeps the addresses the published view stopped naming (a slice rewritten without
+// them, or deleted) until every live agent reports, on its Lease (kObservedSlicesAnnotation),
+// that its programmed state reflects the slices' version that dropped them: an agent that read
+// the slice just before the write may have programmed the address and not yet said so, and the
+// operator must not hand it to another policy in that window.
 #pragma once
 
 #include <map>
@@ -45,10 +51,48 @@ class Agents {
   std::map<ipam::Address, std::set<std::string>> claims(Clock::TimePoint now) const;
   // Every node with a Lease.
   std::set<std::string> nodes() const;
+  // The slices' resourceVersion `node`'s agent last reported its programmed state reflects.
+  const std::string& observedSlices(const std::string& node) const;
+
+  // The published view of policy `key` no longer names `address` as of the slices' version
+  // `version` (at least that of the write that dropped it). Whether a live agent may still
+  // answer for it from an older read: then it is recorded, and until the address is forgotten
+  // this answers from the first record (a newer version would keep an agent always behind
+  // under churn from ever catching up).
+  bool withdrawn(const ipam::Address& address, const std::string& version, const std::string& key,
+                 Clock::TimePoint now);
+  // The address is named again, or free: nothing to wait for.
+  void forgetWithdrawal(const ipam::Address& address);
+  // The policies whose recorded withdrawals every live agent has now caught up with, once per
+  // catching up (an agent that turns live behind them makes them wait again): their releases
+  // waited for it. With them, once the start version is caught up with, those awaiting it.
+  std::set<std::string> settle(Clock::TimePoint now);
+  // This process starts leading with the slices at `version`. What it finds free may have left
+  // its predecessor's view moments before, and an agent may answer for it from an older read
+  // and not have said so yet: nothing is handed out afresh until every live agent reports
+  // `version` (startPending).
+  void setStartVersion(const std::string& version) { startVersion_ = version; }
+  const std::string& startVersion() const { return startVersion_; }
+  bool startPending(Clock::TimePoint now) const;
+  // Policy `key` wanted a new address while startPending(): settle() returns it when it may go on.
+  void awaitStart(const std::string& key) { startWaiting_.insert(key); }
+  // Recorded withdrawals (a gauge's worth: bounded by the addresses being released).
+  size_t withdrawals() const { return withdrawals_.size(); }
 
  private:
+  struct Withdrawal {
+    std::string version;
+    std::string key;
+    bool settled = false;  // caught up when settle() last looked
+  };
+  bool caughtUp(const std::string& version, Clock::TimePoint now) const;
+
   leaderelection::ObservedLeases leases_;
   std::map<std::string, std::set<ipam::Address>> programmed_;
+  std::map<std::string, std::string> observedSlices_;
+  std::map<ipam::Address, Withdrawal> withdrawals_;
+  std::string startVersion_;  // "" once every live agent reported it
+  std::set<std::string> startWaiting_;
 };
 
 }  // namespace egress::controller

@@ -63,11 +63,16 @@ Result<Ok, std::string> AgentLeaseController::addEventHandlers() {
 }
 
 net::awaitable<ReconcileResult> AgentLeaseController::reconcile(const std::string& node) {
+  const auto now = ctx_.clock.now();
+  // Every Lease event (a renewal carries the agent's observed slices' version) and every expiry
+  // (a stale agent stops counting) may let a withdrawal settle: its policy's release waited.
+  for (const auto& key : ctx_.agents.settle(now)) {
+    ctx_.policies.add(key);
+  }
   if (!agentEnabled(ctx_.cache.operatorConfig().get())) {
     seen_.erase(node);
     co_return ReconcileResult::done();
   }
-  const auto now = ctx_.clock.now();
   Seen current{ctx_.agents.live(node, now), ctx_.agents.programmed(node)};
   auto it = seen_.find(node);
   // A first sight of a live agent changes nothing: every policy is reconciled at start anyway.

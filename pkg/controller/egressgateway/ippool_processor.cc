@@ -69,6 +69,9 @@ bool sameRecord(const v1alpha1::EgressGatewayPolicyStatus& status,
 // Addresses came free: the policies waiting for a free address of a freed one's pool and family,
 // and those that name one of them explicitly (an AddressConflict), try again.
 void wakeWaiting(Context& ctx, const std::vector<ipam::Address>& freed) {
+  for (const auto& a : freed) {
+    ctx.agents.forgetWithdrawal(a);
+  }
   for (const auto& waiting : ctx.allocator.waitingFor(freed)) {
     ctx.policies.add(ctx.allocator.ownerName(waiting));
   }
@@ -101,8 +104,9 @@ void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info,
   const auto& status = written.status;
   // An empty ledger names no pool: what was taken came from the one the spec names.
   const std::string& pool = status.pool.empty() ? info.poolName : status.pool;
+  const auto ledger = statusLedger(status);
   auto released =
-      ctx.allocator.commit(ownerOf(info), pool, statusLedger(status), addressesInUse(ctx, info));
+      ctx.allocator.commit(ownerOf(info), pool, ledger, addressesInUse(ctx, info, ledger));
   if (released.empty()) {
     return;
   }
@@ -114,18 +118,50 @@ void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info,
   }
 }
 
-std::set<ipam::Address> addressesInUse(const Context& ctx, const EgressGatewayPolicyInfo& info) {
+std::set<ipam::Address> stillWithdrawing(Context& ctx, const std::set<ipam::Address>& addresses,
+                                         const std::string& key) {
+  const auto now = ctx.clock.now();
+  // The cache no longer shows a slice naming them, so its version is at least that of the write
+  // that dropped them: waiting for it may wait a little longer than needed, never too little.
+  const std::string version = ctx.cache.slices().indexedResourceVersion();
+  std::set<ipam::Address> out;
+  for (const auto& a : addresses) {
+    if (ctx.agents.withdrawn(a, version, key, now)) {
+      out.insert(a);
+    }
+  }
+  return out;
+}
+
+std::set<ipam::Address> addressesInUse(Context& ctx, const EgressGatewayPolicyInfo& info,
+                                       const std::vector<ipam::Entry>& ledger) {
   // What the published view names (the slices as cached, and as this process last wrote them
   // if the cache is behind): an agent may hold it as long as a slice says so.
-  std::set<ipam::Address> out = info.viewInFlight;
+  std::set<ipam::Address> named = info.viewInFlight;
   for (const auto& slice : info.deployment.slices) {
-    out.merge(sliceAddresses(*slice));
+    named.merge(sliceAddresses(*slice));
   }
+  std::set<ipam::Address> out = named;
   // An address a live agent still answers for is not free: another policy's holder must not
   // take it before that agent has let go (it does once the view no longer names it).
   for (const auto& [address, nodes] : ctx.agents.claims(ctx.clock.now())) {
     out.insert(address);
   }
+  // What the commit would free: the policy's addresses beyond the ledger that nothing above
+  // keeps. An address named again (or still listed) has no withdrawal to wait for: dropped
+  // later, it is recorded then, at a newer version.
+  std::set<ipam::Address> leaving;
+  for (const auto& a : ctx.allocator.heldBy(ownerOf(info))) {
+    const bool listed = std::any_of(ledger.begin(), ledger.end(), [&](const ipam::Entry& e) {
+      return std::find(e.begin(), e.end(), a) != e.end();
+    });
+    if (listed || named.contains(a)) {
+      ctx.agents.forgetWithdrawal(a);
+    } else if (!out.contains(a)) {
+      leaving.insert(a);
+    }
+  }
+  out.merge(stillWithdrawing(ctx, leaving, info.key));
   return out;
 }
 
@@ -170,6 +206,16 @@ ipam::AssignRequest IPPoolProcessor::request(const EgressGatewayPolicyInfo& info
                         " (its spec.namespaceSelector)";
     }
   }
+  if (r.allowNew && ctx_.agents.startPending(ctx_.clock.now())) {
+    r.allowNew = false;
+    r.denied = ipam::Shortfall::kAgentsCatchingUp;
+    r.deniedMessage =
+        "waiting for every live egw-agent to report the EgressPolicySlices as of this operator's "
+        "start (resourceVersion " +
+        ctx_.agents.startVersion() +
+        "): an address found free may have been let go of moments before, by an agent that has "
+        "not said so yet";
+  }
   return r;
 }
 
@@ -196,6 +242,9 @@ net::awaitable<IPPoolProcessor::Outcome> IPPoolProcessor::process(
   }
   syncPoolFromCache(ctx_, info.poolName);
   plan.assignment = ctx_.allocator.assign(request(info));
+  if (plan.assignment->shortfall == ipam::Shortfall::kAgentsCatchingUp) {
+    ctx_.agents.awaitStart(info.key);
+  }
   const ipam::Assignment& assignment = *plan.assignment;
   plan.entries = assignment.entries;
   std::vector<HolderMove> moved;
@@ -255,7 +304,7 @@ net::awaitable<IPPoolProcessor::Outcome> IPPoolProcessor::process(
   // whether or not the ledger changed: a policy that never got an address writes no ledger.
   reportShortfall(info, assignment, reported);
   auto released = ctx_.allocator.commit(ownerOf(info), assignment.pool, assignment.entries,
-                                        addressesInUse(ctx_, info));
+                                        addressesInUse(ctx_, info, assignment.entries));
   if (!released.empty()) {
     ctx_.recorder.event(
         referenceTo(kPolicyKind, policy.metadata), core::kEventTypeNormal, "Released",
@@ -367,6 +416,11 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
     if (std::any_of(held.begin(), held.end(), [&](const auto& a) { return claims.contains(a); })) {
       // A live agent still answers for it: the agent's report changing (the agentlease
       // controller queues the address's holder) brings us back.
+      continue;
+    }
+    if (!stillWithdrawing(ctx_, held, info.key).empty()) {
+      // A live agent may answer for it from a read before the slices' deletion: the agentlease
+      // controller queues this key once every live agent reports having observed it.
       continue;
     }
     const auto committed = ctx_.allocator.committedPool(owner);

@@ -120,6 +120,39 @@ TEST_F(InformerTest, HandlersSeeChangesAfterTheCacheHasThem) {
   EXPECT_EQ(informer_->indexer().size(), 2u);
 }
 
+// Not in client-go: indexedResourceVersion() never runs ahead of the indexer. Stepped one
+// handler at a time, whenever it says version v, every event up to v is in the indexer (the
+// reflector's own version runs ahead by what the queue holds); then it follows the stream, and
+// a bookmark, to the end.
+TEST_F(InformerTest, TheIndexedVersionNeverRunsAheadOfTheIndexer) {
+  EXPECT_EQ(informer_->indexedResourceVersion(), "");
+  informer_->start(ioc_.get_executor());
+  ioc_.poll();
+  EXPECT_EQ(informer_->indexedResourceVersion(), "10");
+  watch_->push(event(WT::Modified, objectJson("ns", "a", "11")));
+  watch_->push(event(WT::Deleted, objectJson("ns", "b", "12")));
+  watch_->push(event(WT::Added, objectJson("ns", "c", "13")));
+  auto reflected = [this](int v) {
+    const auto& idx = informer_->indexer();
+    auto a = idx.get("ns/a");
+    return (v < 11 || (a && a->metadata.resourceVersion == "11")) &&
+           (v < 12 || idx.get("ns/b") == nullptr) && (v < 13 || idx.get("ns/c") != nullptr);
+  };
+  bool reflectorAhead = false;
+  for (int i = 0; i < 1000 && ioc_.poll_one() > 0; ++i) {
+    const int v = std::stoi(informer_->indexedResourceVersion());
+    ASSERT_TRUE(reflected(v)) << "version " << v << " claimed before the indexer has it";
+    reflectorAhead |= std::stoi(informer_->reflector()->lastSyncResourceVersion()) > v;
+  }
+  ioc_.restart();
+  ioc_.poll();
+  EXPECT_EQ(informer_->indexedResourceVersion(), "13");
+  EXPECT_TRUE(reflectorAhead) << "the interleaving this test is for never happened";
+  watch_->push(event(WT::Bookmark, R"({"metadata":{"resourceVersion":"20"}})"));
+  ioc_.poll();
+  EXPECT_EQ(informer_->indexedResourceVersion(), "20");
+}
+
 // TestAddWhileActive: a handler added after start gets synthetic initial adds of
 // the current contents, and is synced only once they are delivered.
 TEST_F(InformerTest, LateHandlerReceivesTheCurrentContentsAsInitialAdds) {

@@ -83,6 +83,50 @@ class IPPoolProcessorTest : public testing::ComponentTest {
     runUntil([&] { return cache_->pools().hasSynced(); });
   }
 
+  // A policy of two replicas from "pool", both gateway pods running, reconciled once.
+  EgressGatewayPolicyInfo twoGateways() {
+    auto two = testing::policyInfo(1, 2);
+    two.poolName = "pool";
+    two.pool = cache_->pool("pool");
+    testing::addDeployment(two, 2, 2);
+    addPod(two, "gw-a", 10);
+    addPod(two, "gw-b", 11);
+    EXPECT_TRUE(process(two).isDone());
+    EXPECT_EQ(plan_.assignment->entries.size(), 2u);
+    return two;
+  }
+  // `two` scaled down to one replica, gw-b gone; its status as `current` has it, or as `two`'s.
+  EgressGatewayPolicyInfo scaledDown(const EgressGatewayPolicyInfo& two,
+                                     const EgressGatewayPolicyInfo* current) {
+    auto one = testing::policyInfo(2, 1);
+    one.poolName = "pool";
+    one.pool = cache_->pool("pool");
+    if (current != nullptr) {
+      one.current = current->current;
+    } else {
+      one.current->status = two.current->status;
+    }
+    testing::addDeployment(one, 1, 1);
+    addPod(one, "gw-a", 10);
+    return one;
+  }
+  // Node `node`'s agent Lease, renewed `renewed` s after a fixed moment, reporting `programmed`
+  // and the slices' version `observed` ("": none reported).
+  static coordination::Lease agentLease(const std::string& node, int renewed,
+                                        const std::string& programmed,
+                                        const std::string& observed) {
+    coordination::Lease lease;
+    lease.metadata.name = "egw-agent-" + node;
+    lease.spec.holderIdentity = node;
+    lease.spec.renewTime = meta::Time(std::chrono::seconds(1'800'000'000 + renewed));
+    lease.spec.leaseDurationSeconds = 6;
+    lease.metadata.annotations[std::string(kProgrammedAnnotation)] = programmed;
+    if (!observed.empty()) {
+      lease.metadata.annotations[std::string(kObservedSlicesAnnotation)] = observed;
+    }
+    return lease;
+  }
+
   // The API server: a status update is answered with what was sent, an apply with what was
   // sent at the next resourceVersion (from 30), an Event with itself. Pods are never written.
   FakeResponse handle(const FakeRequest& r) override {
@@ -259,47 +303,93 @@ TEST_F(IPPoolProcessorTest, AHolderBeingDeletedKeepsItsEntryUntilGoneThenTheOlde
 // answers for it (another policy's holder must not take it before that agent lets go); once its
 // report no longer lists it, the next commit frees it.
 TEST_F(IPPoolProcessorTest, AnAddressALiveAgentStillAnswersForIsNotFreed) {
-  auto two = testing::policyInfo(1, 2);
-  two.poolName = "pool";
-  two.pool = cache_->pool("pool");
-  testing::addDeployment(two, 2, 2);
-  addPod(two, "gw-a", 10);
-  addPod(two, "gw-b", 11);
-  ASSERT_TRUE(process(two).isDone());
-  ASSERT_EQ(plan_.assignment->entries.size(), 2u);
+  auto two = twoGateways();
   const auto second = plan_.assignment->entries[1].front();
   ASSERT_EQ(ctx_->allocator.holderOf(second), "ns/p");
+  agents_.observe(agentLease("node-gw-b", 0, second.toString(), ""), clock_.now());
 
-  coordination::Lease lease;
-  lease.metadata.name = "egw-agent-node-gw-b";
-  lease.spec.holderIdentity = "node-gw-b";
-  lease.spec.renewTime = meta::Time(std::chrono::seconds(1'800'000'000));
-  lease.spec.leaseDurationSeconds = 6;
-  lease.metadata.annotations[std::string(kProgrammedAnnotation)] = second.toString();
-  agents_.observe(lease, clock_.now());
-
-  auto scaledDown = [&] {
-    auto one = testing::policyInfo(2, 1);
-    one.poolName = "pool";
-    one.pool = cache_->pool("pool");
-    one.current->status = two.current->status;
-    testing::addDeployment(one, 1, 1);
-    addPod(one, "gw-a", 10);
-    return one;
-  };
-  auto one = scaledDown();
+  auto one = scaledDown(two, nullptr);
   ASSERT_TRUE(process(one).isDone());
   EXPECT_EQ(plan_.assignment->entries.size(), 1u);
   EXPECT_EQ(ctx_->allocator.holderOf(second), "ns/p") << "freed while node-gw-b answers for it";
 
-  // The agent let go (its view no longer lists the address): freed.
-  lease.spec.renewTime = meta::Time(std::chrono::seconds(1'800'000'002));
-  lease.metadata.annotations[std::string(kProgrammedAnnotation)] = "";
-  agents_.observe(lease, clock_.now());
-  auto again = scaledDown();
-  again.current = one.current;
+  // The agent let go (its view no longer lists the address), from a read of the slices that
+  // the cache has seen too: freed.
+  agents_.observe(agentLease("node-gw-b", 2, "", "10"), clock_.now());
+  auto again = scaledDown(two, &one);
   ASSERT_TRUE(process(again).isDone());
   EXPECT_EQ(ctx_->allocator.holderOf(second), "");
+}
+
+// A new leader finds free what its predecessor may have dropped from the view moments before,
+// while an agent that read the older view answers for it without having said so. So until every
+// live agent reports the slices as of the leader's start, nothing is handed out afresh: the
+// policy says why (AgentsCatchingUp), and is queued again once they have.
+TEST_F(IPPoolProcessorTest, ANewLeaderAllocatesNothingUntilEveryLiveAgentObservedItsStart) {
+  agents_.observe(agentLease("node-a", 0, "", "9"), clock_.now());
+  agents_.setStartVersion("10");
+  auto fresh = [&](int64_t generation) {
+    auto info = testing::policyInfo(generation, 1);
+    info.poolName = "pool";
+    info.pool = cache_->pool("pool");
+    testing::addDeployment(info, 1, 1);
+    addPod(info, "gw-a", 10);
+    return info;
+  };
+  auto first = fresh(1);
+  ASSERT_TRUE(process(first).isDone());
+  EXPECT_TRUE(plan_.assignment->entries.empty());
+  EXPECT_EQ(plan_.assignment->shortfall, ipam::Shortfall::kAgentsCatchingUp);
+  EXPECT_TRUE(agents_.settle(clock_.now()).empty());
+
+  agents_.observe(agentLease("node-a", 2, "", "10"), clock_.now());
+  EXPECT_EQ(agents_.settle(clock_.now()), std::set<std::string>{"ns/p"});
+  EXPECT_FALSE(agents_.startPending(clock_.now()));
+  auto second = fresh(2);
+  ASSERT_TRUE(process(second).isDone());
+  EXPECT_EQ(plan_.assignment->entries.size(), 1u);
+}
+
+// An agent programs what it read and reports it on its next Lease write: between the two, its
+// report says nothing of an address it already answers for. So an address the view dropped
+// stays held until every live agent reports having observed the slices as of the drop (the
+// cache shows them at version 10 here), whatever its report lists; an agent gone stale no
+// longer counts. Then the policy is queued again (settle) and its release goes through.
+TEST_F(IPPoolProcessorTest, AnAddressTheViewDroppedStaysHeldUntilEveryLiveAgentObservedTheDrop) {
+  auto two = twoGateways();
+  const auto second = plan_.assignment->entries[1].front();
+  // node-a is up to date; node-b read the slices before the drop (version 9), and its report
+  // claims nothing: it may have programmed `second` and not said so yet.
+  agents_.observe(agentLease("node-a", 0, "", "10"), clock_.now());
+  agents_.observe(agentLease("node-b", 0, "", "9"), clock_.now());
+
+  auto one = scaledDown(two, nullptr);
+  ASSERT_TRUE(process(one).isDone());
+  EXPECT_EQ(plan_.assignment->entries.size(), 1u);
+  EXPECT_EQ(ctx_->allocator.holderOf(second), "ns/p") << "freed before node-b observed the drop";
+  EXPECT_TRUE(agents_.settle(clock_.now()).empty());
+
+  // A renewal that has not caught up changes nothing; an agent that never reported a version
+  // (a predecessor's Lease, or one that has not synced) counts as behind.
+  agents_.observe(agentLease("node-b", 2, "", "9"), clock_.now());
+  agents_.observe(agentLease("node-c", 2, "", ""), clock_.now());
+  auto again = scaledDown(two, &one);
+  ASSERT_TRUE(process(again).isDone());
+  EXPECT_EQ(ctx_->allocator.holderOf(second), "ns/p");
+  EXPECT_TRUE(agents_.settle(clock_.now()).empty());
+
+  // node-b catches up; node-c's Lease runs out (a stale agent has fenced itself): the policy is
+  // queued once, and its next reconcile frees the address.
+  agents_.observe(agentLease("node-b", 4, "", "12"), clock_.now());
+  clock_.advance(std::chrono::seconds(7));
+  agents_.observe(agentLease("node-a", 7, "", "12"), clock_.now());
+  agents_.observe(agentLease("node-b", 7, "", "12"), clock_.now());
+  EXPECT_EQ(agents_.settle(clock_.now()), std::set<std::string>{"ns/p"});
+  EXPECT_TRUE(agents_.settle(clock_.now()).empty()) << "woken once per catching up";
+  auto last = scaledDown(two, &one);
+  ASSERT_TRUE(process(last).isDone());
+  EXPECT_EQ(ctx_->allocator.holderOf(second), "");
+  EXPECT_EQ(agents_.withdrawals(), 0u) << "forgotten once free";
 }
 
 // A policy deleted and re-created under the same name is another owner: it allocates afresh, and

@@ -69,6 +69,9 @@ class ApiServer {
   std::unique_ptr<kube::Transport> transport(Link& link);
   cache::SharedInformerFactory::ListerWatcherMaker listerWatchers(Link& link);
 
+  // The store's current resourceVersion: what a read now reflects.
+  int64_t resourceVersion() const { return rv_; }
+
   // Hands every open watch the events that are due.
   void deliver();
   // Ends every open watch of `link` with an error, as a cut connection does.

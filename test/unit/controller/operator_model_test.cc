@@ -687,6 +687,8 @@ class OperatorModel {
         continue;
       }
       if (pick(2) == 0) {
+        // A read of the store now: it reflects every write so far.
+        n.observedSlices = std::to_string(api_.resourceVersion());
         std::map<std::string, std::string> answers;
         for (const Value* slice : api_.list("egresspolicyslices")) {
           const Value* ips = path(*slice, {"spec", "gateway", "egressIPs"});
@@ -708,13 +710,15 @@ class OperatorModel {
         held.push_back(ip);
       }
       const std::string programmed = join(held);
+      // A newer observed version alone waits for the next renewal, as egw-agent's does.
       if (programmed != n.reported || clock_.now() >= n.renewed + 2s) {
         n.reported = programmed;
         n.renewed = clock_.now();
         put("leases", std::string(R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease",)") +
                           R"("metadata":{"name":"egw-agent-)" + n.name + R"(","namespace":")" +
                           kAgentNs + R"(","annotations":{"egressgateway.dev/programmed":")" +
-                          programmed + R"("}},"spec":{"holderIdentity":")" + n.name +
+                          programmed + R"(","egressgateway.dev/observed-slices":")" +
+                          n.observedSlices + R"("}},"spec":{"holderIdentity":")" + n.name +
                           R"(","leaseDurationSeconds":)" + std::to_string(kAgentLeaseSeconds) +
                           R"(,"renewTime":")" + meta::formatRfc3339Micro(clock_.wallNow()) +
                           R"("}})");
@@ -1051,6 +1055,7 @@ class OperatorModel {
     Clock::TimePoint renewed{};
     std::string reported = "-";
     std::map<std::string, std::string> answers;  // address → policy uid
+    std::string observedSlices;                  // the store's version its answers reflect
   };
 
   uint64_t seed_;

@@ -20,6 +20,7 @@ using namespace std::chrono_literals;
 TEST(Contract, NamesMatchTheOperators) {
   EXPECT_EQ(kAgentLeasePrefix, controller::kAgentLeasePrefix);
   EXPECT_EQ(kProgrammedAnnotation, controller::kProgrammedAnnotation);
+  EXPECT_EQ(kObservedSlicesAnnotation, controller::kObservedSlicesAnnotation);
 }
 
 // The agent lets go of what it holds (its own fence, and the kernel fence that times out with it)
