@@ -232,6 +232,12 @@ class SharedIndexInformer : public InformerBase {
   const std::string& name() const override { return state_->options.name; }
   const Indexer<T>& indexer() const { return state_->indexer; }
   const Reflector* reflector() const { return state_->reflector.get(); }
+  // client-go's LastSyncResourceVersion(): the reflector's, "" before it started. Never behind
+  // what the indexer reflects (the reflector advances it in the same turn as it queues a
+  // change), and ahead of it by what the queue holds.
+  std::string lastSyncResourceVersion() const {
+    return state_->reflector ? state_->reflector->lastSyncResourceVersion() : std::string();
+  }
   // The resourceVersion up to which the indexer reflects the server's stream: the reflector's
   // last one while nothing it queued waits to be processed, else the last one that held when
   // the queue ran empty; "" before the first list. What a reader of the indexer has seen, never

@@ -230,7 +230,14 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
   // it from any new holder in the view: viewHolders.)
   const auto conflicts = allocator_.rebuild(pools, ledgers, cache_->addressesInUse());
   // What the rebuild finds free may have left the predecessor's view moments ago (agents.h).
-  agents_.setStartVersion(cache_->slices().indexedResourceVersion());
+  // The reflector's version, never behind what the rebuild read.
+  agents_.setStartVersion(cache_->slices().lastSyncResourceVersion());
+  if (auto behind = agents_.behind(agents_.startVersion(), options_.clock.now()); !behind.empty()) {
+    spdlog::info(
+        "egress-gateway-operator: no address is allocated afresh until every live agent reports "
+        "the slices at version {} or later (AgentsCatchingUp); behind: {}",
+        agents_.startVersion(), behind);
+  }
   size_t held = 0;
   size_t beyond = 0;
   for (const auto& owner : allocator_.owners()) {

@@ -1,5 +1,7 @@
 #include "pkg/controller/agentlease/agents.h"
 
+#include <spdlog/spdlog.h>
+
 #include "pkg/controller/names.h"
 #include "pkg/controller/resource_version.h"
 
@@ -116,7 +118,21 @@ bool Agents::withdrawn(const ipam::Address& address, const std::string& version,
     return false;
   }
   withdrawals_[address] = {version, key};
+  spdlog::info(
+      "egressgateway: policy {}: {} stays held until every live agent reports the slices at "
+      "version {} or later; behind: {}",
+      key, address.toString(), version, behind(version, now));
   return true;
+}
+
+std::string Agents::behind(const std::string& version, Clock::TimePoint now) const {
+  std::string out;
+  for (const auto& [node, observed] : observedSlices_) {
+    if (live(node, now) && !versionReached(observed, version)) {
+      out += (out.empty() ? "" : ", ") + node + " (" + (observed.empty() ? "none" : observed) + ")";
+    }
+  }
+  return out;
 }
 
 void Agents::forgetWithdrawal(const ipam::Address& address) {

@@ -76,6 +76,9 @@ class Agents {
   bool startPending(Clock::TimePoint now) const;
   // Policy `key` wanted a new address while startPending(): settle() returns it when it may go on.
   void awaitStart(const std::string& key) { startWaiting_.insert(key); }
+  // The live agents that have not reported `version`, as "node-a (9), node-c (none)", for the
+  // log line that says what a release waits for; "" when none.
+  std::string behind(const std::string& version, Clock::TimePoint now) const;
   // Recorded withdrawals (a gauge's worth: bounded by the addresses being released).
   size_t withdrawals() const { return withdrawals_.size(); }
 

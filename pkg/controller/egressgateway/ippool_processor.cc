@@ -121,9 +121,10 @@ void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info,
 std::set<ipam::Address> stillWithdrawing(Context& ctx, const std::set<ipam::Address>& addresses,
                                          const std::string& key) {
   const auto now = ctx.clock.now();
-  // The cache no longer shows a slice naming them, so its version is at least that of the write
-  // that dropped them: waiting for it may wait a little longer than needed, never too little.
-  const std::string version = ctx.cache.slices().indexedResourceVersion();
+  // The cache no longer shows a slice naming them, so the version its reflector has reached is
+  // at least that of the write that dropped them (not indexedResourceVersion(), which may lag the
+  // indexer: too little). Waiting for it may wait a little longer than needed, never too little.
+  const std::string version = ctx.cache.slices().lastSyncResourceVersion();
   std::set<ipam::Address> out;
   for (const auto& a : addresses) {
     if (ctx.agents.withdrawn(a, version, key, now)) {
@@ -241,8 +242,12 @@ net::awaitable<IPPoolProcessor::Outcome> IPPoolProcessor::process(
     co_return out;
   }
   syncPoolFromCache(ctx_, info.poolName);
-  plan.assignment = ctx_.allocator.assign(request(info));
-  if (plan.assignment->shortfall == ipam::Shortfall::kAgentsCatchingUp) {
+  const auto req = request(info);
+  plan.assignment = ctx_.allocator.assign(req);
+  // Whichever shortfall is reported first, a policy the start barrier kept from a new address is
+  // queued again once the agents have caught up.
+  if (!req.allowNew && req.denied == ipam::Shortfall::kAgentsCatchingUp &&
+      plan.assignment->shortfall != ipam::Shortfall::kNone) {
     ctx_.agents.awaitStart(info.key);
   }
   const ipam::Assignment& assignment = *plan.assignment;

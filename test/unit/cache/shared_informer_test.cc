@@ -121,10 +121,10 @@ TEST_F(InformerTest, HandlersSeeChangesAfterTheCacheHasThem) {
 }
 
 // Not in client-go: indexedResourceVersion() never runs ahead of the indexer. Stepped one
-// handler at a time, whenever it says version v, every event up to v is in the indexer (the
-// reflector's own version runs ahead by what the queue holds); then it follows the stream, and
-// a bookmark, to the end.
-TEST_F(InformerTest, TheIndexedVersionNeverRunsAheadOfTheIndexer) {
+// handler at a time, whenever it says version v, every event up to v is in the indexer; and
+// lastSyncResourceVersion() (the reflector's, client-go's) is never behind it: nothing the
+// indexer shows is newer. Then both follow the stream, and a bookmark, to the end.
+TEST_F(InformerTest, TheIndexedVersionNeverRunsAheadOfTheIndexerNorTheLastSyncOneBehind) {
   EXPECT_EQ(informer_->indexedResourceVersion(), "");
   informer_->start(ioc_.get_executor());
   ioc_.poll();
@@ -142,11 +142,20 @@ TEST_F(InformerTest, TheIndexedVersionNeverRunsAheadOfTheIndexer) {
   for (int i = 0; i < 1000 && ioc_.poll_one() > 0; ++i) {
     const int v = std::stoi(informer_->indexedResourceVersion());
     ASSERT_TRUE(reflected(v)) << "version " << v << " claimed before the indexer has it";
-    reflectorAhead |= std::stoi(informer_->reflector()->lastSyncResourceVersion()) > v;
+    const int last = std::stoi(informer_->lastSyncResourceVersion());
+    const auto& idx = informer_->indexer();
+    auto a = idx.get("ns/a");
+    const int newest = idx.get("ns/c") != nullptr            ? 13
+                       : idx.get("ns/b") == nullptr          ? 12
+                       : a->metadata.resourceVersion == "11" ? 11
+                                                             : 10;
+    ASSERT_GE(last, newest) << "the indexer shows version " << newest << " past " << last;
+    reflectorAhead |= last > v;
   }
   ioc_.restart();
   ioc_.poll();
   EXPECT_EQ(informer_->indexedResourceVersion(), "13");
+  EXPECT_EQ(informer_->lastSyncResourceVersion(), "13");
   EXPECT_TRUE(reflectorAhead) << "the interleaving this test is for never happened";
   watch_->push(event(WT::Bookmark, R"({"metadata":{"resourceVersion":"20"}})"));
   ioc_.poll();

@@ -83,14 +83,18 @@ class IPPoolProcessorTest : public testing::ComponentTest {
     runUntil([&] { return cache_->pools().hasSynced(); });
   }
 
+  // `i` from "pool", with a Deployment of two available gateway pods, gw-a and gw-b.
+  void fromPoolWithTwoGateways(EgressGatewayPolicyInfo& i) {
+    i.poolName = "pool";
+    i.pool = cache_->pool("pool");
+    testing::addDeployment(i, 2, 2);
+    addPod(i, "gw-a", 10);
+    addPod(i, "gw-b", 11);
+  }
   // A policy of two replicas from "pool", both gateway pods running, reconciled once.
   EgressGatewayPolicyInfo twoGateways() {
     auto two = testing::policyInfo(1, 2);
-    two.poolName = "pool";
-    two.pool = cache_->pool("pool");
-    testing::addDeployment(two, 2, 2);
-    addPod(two, "gw-a", 10);
-    addPod(two, "gw-b", 11);
+    fromPoolWithTwoGateways(two);
     EXPECT_TRUE(process(two).isDone());
     EXPECT_EQ(plan_.assignment->entries.size(), 2u);
     return two;
@@ -348,6 +352,25 @@ TEST_F(IPPoolProcessorTest, ANewLeaderAllocatesNothingUntilEveryLiveAgentObserve
   auto second = fresh(2);
   ASSERT_TRUE(process(second).isDone());
   EXPECT_EQ(plan_.assignment->entries.size(), 1u);
+}
+
+// The allocator reports a policy's first shortfall only: one the start barrier held back is
+// queued again when it clears whatever was reported first (here a loopback explicit address,
+// AddressReserved, ahead of the pool address the barrier kept it from).
+TEST_F(IPPoolProcessorTest, APolicyTheStartBarrierHeldBackIsQueuedWhateverItsFirstShortfall) {
+  agents_.observe(agentLease("node-a", 0, "", "9"), clock_.now());
+  agents_.setStartVersion("10");
+  auto info = testing::policyInfo(1, 2);
+  auto policy = std::make_shared<v1alpha1::EgressGatewayPolicy>(*info.policy);
+  policy->spec.egressIP.addresses = {"127.0.0.1"};
+  info.policy = policy;
+  info.current = *policy;
+  fromPoolWithTwoGateways(info);
+  ASSERT_TRUE(process(info).isDone());
+  EXPECT_EQ(plan_.assignment->shortfall, ipam::Shortfall::kAddressReserved);
+  EXPECT_TRUE(plan_.assignment->entries.empty());
+  agents_.observe(agentLease("node-a", 2, "", "10"), clock_.now());
+  EXPECT_EQ(agents_.settle(clock_.now()), std::set<std::string>{"ns/p"});
 }
 
 // An agent programs what it read and reports it on its next Lease write: between the two, its
