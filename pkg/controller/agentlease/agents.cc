@@ -94,12 +94,6 @@ std::set<std::string> Agents::nodes() const {
   return out;
 }
 
-const std::string& Agents::observedSlices(const std::string& node) const {
-  static const std::string kNone;
-  auto it = observedSlices_.find(node);
-  return it == observedSlices_.end() ? kNone : it->second;
-}
-
 bool Agents::caughtUp(const std::string& version, Clock::TimePoint now) const {
   for (const auto& [node, observed] : observedSlices_) {
     if (live(node, now) && !versionReached(observed, version)) {

@@ -51,8 +51,6 @@ class Agents {
   std::map<ipam::Address, std::set<std::string>> claims(Clock::TimePoint now) const;
   // Every node with a Lease.
   std::set<std::string> nodes() const;
-  // The slices' resourceVersion `node`'s agent last reported its programmed state reflects.
-  const std::string& observedSlices(const std::string& node) const;
 
   // The published view of policy `key` no longer names `address` as of the slices' version
   // `version` (at least that of the write that dropped it). Whether a live agent may still

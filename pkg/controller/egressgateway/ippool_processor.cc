@@ -82,6 +82,25 @@ void wakeWaiting(Context& ctx, const std::vector<ipam::Address>& freed) {
   }
 }
 
+// Of `addresses` (held by the policy of `key`, named by no view of it now), those a live agent
+// may still answer for: their withdrawal is recorded as of the slices' version the cache's
+// reflector has reached, unless recorded already.
+std::set<ipam::Address> stillWithdrawing(Context& ctx, const std::set<ipam::Address>& addresses,
+                                         const std::string& key) {
+  const auto now = ctx.clock.now();
+  // The cache no longer shows a slice naming them, so the version its reflector has reached is
+  // at least that of the write that dropped them (not indexedResourceVersion(), which may lag the
+  // indexer: too little). Waiting for it may wait a little longer than needed, never too little.
+  const std::string version = ctx.cache.slices().lastSyncResourceVersion();
+  std::set<ipam::Address> out;
+  for (const auto& a : addresses) {
+    if (ctx.agents.withdrawn(a, version, key, now)) {
+      out.insert(a);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 const std::string& ownerOf(const EgressGatewayPolicyInfo& info) {
@@ -116,22 +135,6 @@ void returnUnwritten(Context& ctx, const EgressGatewayPolicyInfo& info,
   if (!pool.empty()) {
     ctx.pools.addAfter(pool, kPoolStatusBatch);
   }
-}
-
-std::set<ipam::Address> stillWithdrawing(Context& ctx, const std::set<ipam::Address>& addresses,
-                                         const std::string& key) {
-  const auto now = ctx.clock.now();
-  // The cache no longer shows a slice naming them, so the version its reflector has reached is
-  // at least that of the write that dropped them (not indexedResourceVersion(), which may lag the
-  // indexer: too little). Waiting for it may wait a little longer than needed, never too little.
-  const std::string version = ctx.cache.slices().lastSyncResourceVersion();
-  std::set<ipam::Address> out;
-  for (const auto& a : addresses) {
-    if (ctx.agents.withdrawn(a, version, key, now)) {
-      out.insert(a);
-    }
-  }
-  return out;
 }
 
 std::set<ipam::Address> addressesInUse(Context& ctx, const EgressGatewayPolicyInfo& info,

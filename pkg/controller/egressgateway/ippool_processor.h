@@ -84,16 +84,10 @@ const std::string& ownerOf(const EgressGatewayPolicyInfo& info);
 // The addresses in use when the policy's ledger becomes `ledger`: those its published view
 // names (info.deployment.slices and info.viewInFlight), those a live agent reports programmed,
 // and those of its own the view dropped while a live agent may still answer for them from an
-// older read (the withdrawal is recorded here, at the slices' version the cache shows: what the
-// agents must report having observed before the address is free; agents.h).
+// older read (the withdrawal is recorded here, at the slices' version its reflector has reached:
+// what the agents must report having observed before the address is free; agents.h).
 std::set<ipam::Address> addressesInUse(Context& ctx, const EgressGatewayPolicyInfo& info,
                                        const std::vector<ipam::Entry>& ledger);
-
-// Of `addresses` (held by the policy of `key`, named by no view of it now), those a live agent
-// may still answer for: their withdrawal is recorded as of the slices' version the cache shows,
-// unless recorded already.
-std::set<ipam::Address> stillWithdrawing(Context& ctx, const std::set<ipam::Address>& addresses,
-                                         const std::string& key);
 
 // Whether the allocator holds, for owner `uid`, an address beyond its ledger: a release that
 // waits for the view, the pods or an agent to let go of it.
