@@ -68,16 +68,21 @@ Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
       policies, [byLabel](const policy::PodDisruptionBudget& p) { return byLabel(p.metadata); })));
   // A slice's policy: an orphan (its policy gone, say while no operator ran) is deleted by the
   // reconcile of a policy that is not there.
-  // The echo of this process's own view write queues nothing either, unless the policy's
-  // release of an address waits for the cache to show that the view no longer names it.
+  // The echo of this process's own view write queues nothing either, unless a release waits
+  // for the cache to show that the view no longer names an address: the policy's own, or that
+  // of a former policy of the name whose slice the write took over (re-created under the same
+  // name: it waits for exactly this event, releaseFormerOwners()).
   DeploymentProcessor* deployment = &deployment_;
   check(cache->slices().addEventHandler(enqueueMapped<v1alpha1::EgressPolicySlice>(
       policies,
       [](const v1alpha1::EgressPolicySlice& s) {
         return std::vector<std::string>{s.spec.policy.namespace_ + "/" + s.spec.policy.name};
       },
-      [ctx, deployment](const v1alpha1::EgressPolicySlice&, const v1alpha1::EgressPolicySlice& s) {
-        return !deployment->isOwnViewWrite(s) || releaseWaits(*ctx, s.spec.policy.uid);
+      [ctx, deployment](const v1alpha1::EgressPolicySlice& old,
+                        const v1alpha1::EgressPolicySlice& s) {
+        return !deployment->isOwnViewWrite(s) || releaseWaits(*ctx, s.spec.policy.uid) ||
+               (old.spec.policy.uid != s.spec.policy.uid &&
+                !ctx->allocator.heldBy(old.spec.policy.uid).empty());
       })));
   // A gateway pod's ReplicaSet completes (or breaks) the chain of owners that proves the pod.
   check(cache->replicaSets().addEventHandler(

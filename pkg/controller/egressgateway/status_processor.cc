@@ -48,6 +48,12 @@ net::awaitable<ReconcileResult> StatusProcessor::process(const EgressGatewayPoli
                          d != nullptr ? d->status.availableReplicas : 0, status.selectedPods,
                          conditionIsTrue(status.conditions, kConditionReady));
   if (status == current.status) {
+    // An invalid policy's addresses taken for a ledger write that failed, whose return after the
+    // InvalidSpec write had to wait for the agents (a live one had yet to observe the view
+    // without them): this reconcile is the one the agentlease controller queued once they had.
+    if (!ledger.assignment && releaseWaits(ctx_, ownerOf(info))) {
+      returnUnwritten(ctx_, info, current);
+    }
     co_return ReconcileResult::done();
   }
   bool written = false;

@@ -5,8 +5,9 @@
 // pods, garbage collection by owner uid), the scheduler and the kubelets (pods start, become
 // Ready, terminate with a grace period), the egw-agents (each answers for the egress IPs the
 // published view names its node for, as of a lagging read, and reports them on its Lease; a lost
-// node's agent answers until its own Lease runs out) and the tenants (policies created, scaled,
-// deleted and re-created under the same name on another pool; pools shrunk and grown back).
+// node's agent answers until its own Lease runs out) and the tenants (policies created, scaled
+// and scaled back seconds later, to an invalid 0 too, deleted and re-created under the same name
+// on another pool; two policies racing for one pool's addresses; pools shrunk and grown back).
 // Replicas are partitioned (a leader change), restarted, and crash.
 //
 // After every tick it checks what the operator promises:
@@ -325,11 +326,13 @@ class OperatorModel {
     } else if (dice < 42) {
       if (policy != nullptr) {
         const int replicas = static_cast<int>(pick(4));
-        // Now and then scaled back a second later (a typo fixed, an autoscaler's flap): the
-        // second change meets writes of the first whose watch events are still on their way.
+        // Now and then scaled back one to four seconds later (a typo fixed, an autoscaler's
+        // flap): the second change meets writes of the first (its ledger, then its gateways'
+        // view once their pods run) whose watch events are still on their way.
         if (pick(3) == 0) {
           const Value* now = path(*policy, {"spec", "gateway", "replicas"});
-          rescale_ = {key, now != nullptr && now->IsInt() ? now->GetInt() : 1, step_ + 1};
+          later_.push_back({key, now != nullptr && now->IsInt() ? now->GetInt() : 1,
+                            step_ + 1 + static_cast<int>(pick(4))});
         }
         scale(key, replicas);
       }
@@ -372,13 +375,18 @@ class OperatorModel {
         r->stopRequested = true;
         r->manager->requestShutdown();
       }
+    } else if (dice < 68) {
+      race();
     }
-    if (rescale_ && rescale_->step == step_) {
-      if (api_.get("egressgatewaypolicies", rescale_->key) != nullptr) {
-        scale(rescale_->key, rescale_->replicas);
+    std::erase_if(later_, [&](const Rescale& r) {
+      if (r.step != step_) {
+        return false;
       }
-      rescale_.reset();
-    }
+      if (api_.get("egressgatewaypolicies", r.key) != nullptr) {
+        scale(r.key, r.replicas);
+      }
+      return true;
+    });
     // A partitioned replica crashes in the end (kubelet restarts it, healed).
     for (auto& r : replicas_) {
       if (r->link.partitioned && step_ >= r->crashAt && !r->stopRequested) {
@@ -387,6 +395,38 @@ class OperatorModel {
         r->manager->requestShutdown();
       }
     }
+  }
+
+  // Two tenants race for one pool's addresses: one policy scales up (perhaps taking the pool's
+  // last address), a second later another on that pool scales up too (and may wait for an
+  // address, its new gateway idle), and one to four seconds after that the first scales back.
+  // The address the first one's new gateway took may have just entered the published view, its
+  // watch event still on its way to the operator's cache, when the scale-back lets it go; the
+  // second policy is there to take it at once.
+  void race() {
+    const std::string& pool = kPools[pick(kPools.size())];
+    std::vector<std::string> keys;
+    for (const Value* p : api_.list("egressgatewaypolicies")) {
+      if (specPool_[stringAt(*p, {"metadata", "uid"})] == pool && !terminating(*p)) {
+        keys.push_back(keyOf(*p));
+      }
+    }
+    if (keys.size() < 2) {
+      return;
+    }
+    const size_t first = pick(keys.size());
+    const size_t second = (first + 1 + pick(keys.size() - 1)) % keys.size();
+    const int replicas = replicasOf(keys[first]);
+    log("race on " + pool + ": " + keys[first] + " up and back, then " + keys[second] + " up");
+    scale(keys[first], replicas + 1);
+    later_.push_back({keys[second], replicasOf(keys[second]) + 1, step_ + 1});
+    later_.push_back({keys[first], replicas, step_ + 2 + static_cast<int>(pick(4))});
+  }
+
+  int replicasOf(const std::string& key) const {
+    const Value* policy = api_.get("egressgatewaypolicies", key);
+    const Value* v = policy != nullptr ? path(*policy, {"spec", "gateway", "replicas"}) : nullptr;
+    return v != nullptr && v->IsInt() ? v->GetInt() : 1;
   }
 
   void scale(const std::string& key, int replicas) {
@@ -1079,7 +1119,7 @@ class OperatorModel {
     int replicas = 0;
     int step = 0;
   };
-  std::optional<Rescale> rescale_;
+  std::vector<Rescale> later_;  // tenants' changes due at a later step
   std::deque<std::string> trace_;
   std::string violation_;
   std::string leader_;
