@@ -14,6 +14,11 @@ bool parse(const std::string& text, uint64_t& out) {
 
 }  // namespace
 
+std::optional<uint64_t> versionNumber(const std::string& version) {
+  uint64_t out = 0;
+  return parse(version, out) ? std::optional<uint64_t>(out) : std::nullopt;
+}
+
 bool versionBefore(const std::string& cached, const std::string& written) {
   uint64_t a = 0;
   uint64_t b = 0;

@@ -7,6 +7,8 @@
 // reads as "not older", so the caller believes the cache rather than its memo.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace egress::controller {
@@ -18,5 +20,8 @@ bool versionBefore(const std::string& cached, const std::string& written);
 // text. "" (never reported) and versions that cannot be compared read as "not yet": the caller
 // waits rather than assume a reader has seen a write.
 bool versionReached(const std::string& observed, const std::string& version);
+
+// The integer a resourceVersion is (as every etcd-backed API server sends it), or nothing.
+std::optional<uint64_t> versionNumber(const std::string& version);
 
 }  // namespace egress::controller

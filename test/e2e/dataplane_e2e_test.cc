@@ -424,6 +424,24 @@ TEST_F(DataplaneE2E, ATenantWithEditRightsCannotMakeAnyNodeAnnounceSnatOrRefuse)
                                           "--subresource=status", "-n", ns, as});
     EXPECT_EQ(status.output, "no\n") << ns;
   }
+  // Nor what the operator reads of the agents (their Leases: what each answers for, the slices'
+  // version it has observed; a lie frees an address early) or what the agents obey (the
+  // cluster-scoped EgressPolicySlices).
+  for (const char* verb : {"create", "update", "patch"}) {
+    EXPECT_EQ(
+        controlPlane()
+            .kubectl({"auth", "can-i", verb, "leases.coordination.k8s.io", "-n", kLeaseNs, as})
+            .output,
+        "no\n")
+        << verb;
+    // Cluster-scoped: kubectl may warn that the context's namespace does not apply, then answers.
+    EXPECT_THAT(
+        controlPlane()
+            .kubectl({"auth", "can-i", verb, "egresspolicyslices.networking.egressgateway.dev", as})
+            .output,
+        ::testing::AnyOf("no\n", ::testing::EndsWith("\nno\n")))
+        << verb;
+  }
 
   // The external host talks to the router, so it has the router's MAC in its ARP cache (a
   // gratuitous ARP would overwrite an existing entry).

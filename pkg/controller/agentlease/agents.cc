@@ -1,5 +1,8 @@
 #include "pkg/controller/agentlease/agents.h"
 
+#include <algorithm>
+#include <limits>
+
 #include <spdlog/spdlog.h>
 
 #include "pkg/controller/names.h"
@@ -138,13 +141,39 @@ bool Agents::startPending(Clock::TimePoint now) const {
 }
 
 std::set<std::string> Agents::settle(Clock::TimePoint now) {
+  // It runs on every agent Lease event (each agent renews every 2 s): one pass over the agents,
+  // then one comparison per withdrawal, not a pass over the agents per withdrawal. Every live
+  // agent has reached a version when the least version a live agent reports has; a report that
+  // is no integer (or none) sends each question to caughtUp(), which compares agent by agent.
+  bool anyLive = false;
+  bool comparable = true;
+  uint64_t least = std::numeric_limits<uint64_t>::max();
+  for (const auto& [node, observed] : observedSlices_) {
+    if (!live(node, now)) {
+      continue;
+    }
+    anyLive = true;
+    const auto v = versionNumber(observed);
+    if (!v) {
+      comparable = false;
+      break;
+    }
+    least = std::min(least, *v);
+  }
+  auto reached = [&](const std::string& version) {
+    if (!anyLive) {
+      return true;
+    }
+    const auto v = comparable ? versionNumber(version) : std::nullopt;
+    return v ? least >= *v : caughtUp(version, now);
+  };
   std::set<std::string> keys;
-  if (!startVersion_.empty() && caughtUp(startVersion_, now)) {
+  if (!startVersion_.empty() && reached(startVersion_)) {
     startVersion_.clear();
     keys.swap(startWaiting_);
   }
   for (auto& [address, w] : withdrawals_) {
-    const bool caught = caughtUp(w.version, now);
+    const bool caught = reached(w.version);
     if (caught && !w.settled) {
       keys.insert(w.key);
     }

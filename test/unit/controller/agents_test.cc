@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "pkg/controller/names.h"
+#include "pkg/ipam/address.h"
 
 namespace egress::controller {
 namespace {
@@ -84,6 +85,45 @@ TEST(Agents, OtherLeasesAndForgottenNodesAreNotAgents) {
   EXPECT_FALSE(agents.live("n1", kT0));
   EXPECT_TRUE(agents.programmed("n1").empty());
   EXPECT_EQ(agentLeaseNode(agentLease("n7", kWall)), "n7");
+}
+
+// settle() answers every recorded withdrawal from the least version a live agent reports: an
+// agent that reports none holds them all back, one whose report is no integer is compared as
+// text, a stale one does not count, and each catching up is returned once.
+TEST(Agents, SettleReturnsAWaitingPolicyOnceEveryLiveAgentReachedItsVersion) {
+  auto observedAt = [](const std::string& node, meta::Time renewed, const std::string& observed) {
+    auto l = agentLease(node, renewed);
+    if (!observed.empty()) {
+      l.metadata.annotations[std::string(kObservedSlicesAnnotation)] = observed;
+    }
+    return l;
+  };
+  const auto one = *ipam::parseAddress("203.0.113.1");
+  const auto two = *ipam::parseAddress("203.0.113.2");
+  Agents agents;
+  agents.observe(observedAt("a", kWall, "12"), kT0);
+  agents.observe(observedAt("b", kWall, "9"), kT0);
+  ASSERT_TRUE(agents.withdrawn(one, "10", "ns/one", kT0));
+  ASSERT_TRUE(agents.withdrawn(two, "12", "ns/two", kT0));
+  EXPECT_TRUE(agents.settle(kT0).empty());
+
+  agents.observe(observedAt("b", kWall + 1s, "11"), kT0 + 1s);
+  EXPECT_EQ(agents.settle(kT0 + 1s), std::set<std::string>{"ns/one"});
+  EXPECT_TRUE(agents.settle(kT0 + 1s).empty()) << "once per catching up";
+
+  // c turns live and reports nothing: it may answer for anything, so nothing is caught up.
+  agents.observe(observedAt("b", kWall + 2s, "12"), kT0 + 2s);
+  agents.observe(observedAt("c", kWall + 2s, ""), kT0 + 2s);
+  EXPECT_TRUE(agents.settle(kT0 + 2s).empty());
+  // A report that is no integer reaches only the same text.
+  agents.observe(observedAt("c", kWall + 3s, "v12"), kT0 + 3s);
+  EXPECT_TRUE(agents.settle(kT0 + 3s).empty());
+
+  // c goes stale (no renewal seen for its 6 s); a and b renew: the two wait no longer.
+  agents.observe(observedAt("a", kWall + 9s, "12"), kT0 + 9s);
+  agents.observe(observedAt("b", kWall + 9s, "12"), kT0 + 9s);
+  ASSERT_FALSE(agents.live("c", kT0 + 9s));
+  EXPECT_EQ(agents.settle(kT0 + 9s), (std::set<std::string>{"ns/one", "ns/two"}));
 }
 
 }  // namespace
