@@ -4,10 +4,6 @@
 
 namespace egress::controller {
 
-void summaryChanged(Context& ctx) {
-  ctx.operatorConfig.addAfter(std::string(kOperatorConfigName), std::chrono::seconds(2));
-}
-
 core::ObjectReference referenceTo(std::string_view kind, const meta::ObjectMeta& meta) {
   core::ObjectReference ref;
   ref.kind = std::string(kind);

@@ -47,20 +47,14 @@ struct Context {
   Agents& agents;
   // Keys one subcontroller finds for another: a release may let waiting policies complete, an
   // agent's report changed what a policy's holders may do (to the egressgateway controller); a
-  // policy's allocation changed a pool's counts (to the ipampool controller); the
-  // OperatorConfig's summary counts policies and pools (to the operator controller).
+  // policy's allocation changed a pool's counts (to the ipampool controller).
   controllerruntime::Trigger policies;
   controllerruntime::Trigger pools;
-  controllerruntime::Trigger operatorConfig;
   // Per policy, the resourceVersion this process's last status write returned: the watch event
   // that brings exactly that version back (its echo) tells the reconcile nothing it did not
   // write, and queues nothing.
   std::map<std::string, std::string> policyStatusWrites;
 };
-
-// A policy's or a pool's status changed: the OperatorConfig's summary is recounted soon, once
-// for a burst of changes.
-void summaryChanged(Context& ctx);
 
 // The involvedObject of an Event about one of our kinds.
 core::ObjectReference referenceTo(std::string_view kind, const meta::ObjectMeta& meta);

@@ -268,11 +268,10 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
       co_return started;
     }
   }
-  // Every pool and the summary once, now that the allocator knows the ledgers.
+  // Every pool once, now that the allocator knows the ledgers.
   for (const auto& p : cache_->allPools()) {
     ctx_->pools.add(p->metadata.name);
   }
-  ctx_->operatorConfig.add(std::string(kOperatorConfigName));
   co_return Ok{};
 }
 

@@ -145,12 +145,9 @@ net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::st
     // otherwise keep them for good); its addresses once its pods are gone.
     ctx_.metrics.removePolicy(info.ns, info.name);
     ipPool_.releaseFormerOwners(info);
-    summaryChanged(ctx_);
     co_return ReconcileResult::done();
   }
-  if (ipPool_.releaseFormerOwners(info)) {
-    summaryChanged(ctx_);
-  }
+  ipPool_.releaseFormerOwners(info);
   // The steps in order, each handed what the ones before decided; the info view stays as
   // gathered. Both status writes go through `writer`, the second carrying the version the
   // first returned.

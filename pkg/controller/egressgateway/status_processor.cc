@@ -64,7 +64,6 @@ net::awaitable<ReconcileResult> StatusProcessor::process(const EgressGatewayPoli
   if (!ledger.assignment) {
     returnUnwritten(ctx_, info, writer.policy());
   }
-  summaryChanged(ctx_);
   co_return ReconcileResult::done();
 }
 

@@ -141,13 +141,7 @@ net::awaitable<ReconcileResult> IPAMPoolController::reconcile(const std::string&
   }
   v1alpha1::IPAMPool updated = *pool;
   updated.status = std::move(status);
-  std::optional<v1alpha1::IPAMPool> written;
-  auto r = co_await writeStatus(ctx_.client, std::move(updated), "writing status", &written);
-  if (!written) {
-    co_return r;
-  }
-  summaryChanged(ctx_);
-  co_return ReconcileResult::done();
+  co_return co_await writeStatus(ctx_.client, std::move(updated), "writing status");
 }
 
 }  // namespace egress::controller

@@ -11,18 +11,55 @@ namespace {
 
 using controllerruntime::ReconcileResult;
 
+// How long a burst of policy and pool changes is gathered into one recount.
+constexpr auto kSummaryBatch = std::chrono::seconds(2);
+
+// What egress_policies{state} counts a policy as.
+enum class SummaryState { kReady, kNotReady, kInvalid };
+
+SummaryState summaryState(const v1alpha1::EgressGatewayPolicy& p) {
+  if (conditionIsTrue(p.status.conditions, kConditionReady)) {
+    return SummaryState::kReady;
+  }
+  return conditionReason(p.status.conditions, kConditionIPAllocated) == kReasonInvalidSpec
+             ? SummaryState::kInvalid
+             : SummaryState::kNotReady;
+}
+
 }  // namespace
 
 OperatorController::OperatorController(Options options, Context& ctx)
     : Controller(std::move(options)), ctx_(ctx) {}
 
 Result<Ok, std::string> OperatorController::addEventHandlers() {
-  // A policy's or a pool's status changed the summary (summaryChanged: batched).
-  ctx_.operatorConfig.connect(enqueuer());
   auto reg = ctx_.cache.operatorConfigs().addEventHandler(
       controllerruntime::enqueueForObject<v1alpha1::OperatorConfig>(enqueuer()));
   if (!reg) {
     return reg.error().message();
+  }
+  // The summary counts what the cache holds, so the cache's own changes queue the recount: a
+  // status write's echo may reach the cache long after the write (a throttled or relisting
+  // watch), and a recount queued by the writer would then count the old status for good.
+  const auto recount = [q = enqueuer()] {
+    q.addAfter(std::string(kOperatorConfigName), kSummaryBatch);
+  };
+  cache::EventHandler<v1alpha1::EgressGatewayPolicy> policies;
+  policies.onAdd = [recount](const auto&, bool) { recount(); };
+  policies.onUpdate = [recount](const auto& oldPolicy, const auto& policy) {
+    if (summaryState(*oldPolicy) != summaryState(*policy)) {
+      recount();
+    }
+  };
+  policies.onDelete = [recount](const auto&, bool) { recount(); };
+  policies.onUndecodable = [recount](const auto&) { recount(); };
+  if (auto r = ctx_.cache.policies().addEventHandler(std::move(policies)); !r) {
+    return r.error().message();
+  }
+  cache::EventHandler<v1alpha1::IPAMPool> pools;
+  pools.onAdd = [recount](const auto&, bool) { recount(); };
+  pools.onDelete = [recount](const auto&, bool) { recount(); };
+  if (auto r = ctx_.cache.pools().addEventHandler(std::move(pools)); !r) {
+    return r.error().message();
   }
   return Ok{};
 }
@@ -46,12 +83,9 @@ net::awaitable<ReconcileResult> OperatorController::reconcile(const std::string&
     int invalid = 0;
     const auto policies = ctx_.cache.allPolicies();
     for (const auto& p : policies) {
-      if (conditionIsTrue(p->status.conditions, kConditionReady)) {
-        ++readyCount;
-      } else if (conditionReason(p->status.conditions, kConditionIPAllocated) ==
-                 kReasonInvalidSpec) {
-        ++invalid;
-      }
+      const SummaryState state = summaryState(*p);
+      readyCount += state == SummaryState::kReady ? 1 : 0;
+      invalid += state == SummaryState::kInvalid ? 1 : 0;
     }
     const int total = static_cast<int>(policies.size());
     ctx_.metrics.setPolicies(readyCount, total - readyCount - invalid, invalid);

@@ -5,8 +5,9 @@
 // policies, pools) with a Ready condition: False while the spec is invalid (InvalidSpec) or names
 // a defaultPool that does not exist (DefaultPoolNotFound). It also sets egress_policies{state}.
 // An OperatorConfig of another name (a 1.20 server cannot refuse it) is never read; its status
-// says so once. What it watches: OperatorConfigs, and the Context's trigger `operatorConfig`,
-// through which its key is queued, batched, whenever a policy's or a pool's status changes.
+// says so once. What it watches: OperatorConfigs; policies whose readiness (ready, not ready,
+// invalid) changed, and policies and pools that came or went, which queue the summary's recount
+// (batched over two seconds).
 #pragma once
 
 #include <string>

@@ -13,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
+#include <prometheus/registry.h>
 
 #include "pkg/cache/informer_factory.h"
 #include "pkg/controller/controller.h"
@@ -103,6 +106,43 @@ class ComponentTest : public ::testing::Test {
     return out;
   }
 
+  // Controller C over the Context, its metrics in registry_: set up, the factory started, and
+  // run once `synced` holds.
+  template <class C>
+  std::unique_ptr<C> startController(const std::string& name, const std::function<bool()>& synced) {
+    auto c = std::make_unique<C>(
+        controllerruntime::Controller::Options{name, 1, clock_, ioc_.get_executor(), &registry_},
+        *ctx_);
+    EXPECT_TRUE(c->setUp(*factory_));
+    factory_->start();
+    runUntil(synced);
+    net::co_spawn(ioc_, c->run(), net::detached);
+    return c;
+  }
+
+  // The sum of a metric's series in registry_.
+  double sum(const std::string& name) {
+    double n = 0;
+    for (const auto& family : registry_.Collect()) {
+      for (const auto& metric : family.name == name ? family.metric : decltype(family.metric){}) {
+        n += family.type == prometheus::MetricType::Counter ? metric.counter.value
+                                                            : metric.gauge.value;
+      }
+    }
+    return n;
+  }
+  // Reconciles so far, whatever their result.
+  double reconciles() { return sum("controller_runtime_reconcile_total"); }
+
+  // Runs until what is ready has run and `controller` has no reconcile queued or running (one
+  // may wait for the API server's answer).
+  void quiesce(const controllerruntime::Controller& controller) {
+    settle();
+    runUntil([&] {
+      return controller.queueLength() == 0 && sum("controller_runtime_active_workers") == 0;
+    });
+  }
+
   void runUntil(const std::function<bool()>& done) {
     ASSERT_TRUE(testutil::runUntil(ioc_, done)) << "the io_context went idle first";
   }
@@ -123,6 +163,7 @@ class ComponentTest : public ::testing::Test {
   std::unique_ptr<Cache> cache_;
   ipam::Allocator allocator_;
   Metrics metrics_{nullptr};
+  prometheus::Registry registry_;
   Agents agents_;
   std::unique_ptr<controllerruntime::EventRecorder> recorder_;
   std::unique_ptr<Context> ctx_;

@@ -7,11 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <prometheus/registry.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -61,17 +58,10 @@ class EgressGatewayControllerTest : public testing::ComponentTest {
     lists_["egressgatewaypolicies"] = {kPolicyJson};
     lists_["pods"] = {sourcePodJson("1", "web", 0)};
     makeContextFromLists();
-    controller_ = std::make_unique<EgressGatewayController>(
-        controllerruntime::Controller::Options{"egressgateway", 1, clock_, ioc_.get_executor(),
-                                               &registry_},
-        *ctx_);
-    EXPECT_TRUE(controller_->setUp(*factory_));
-    factory_->start();
-    runUntil([&] {
+    controller_ = startController<EgressGatewayController>("egressgateway", [&] {
       return cache_->pods().hasSynced() && cache_->policies().hasSynced() &&
              watches_.contains("pods");
     });
-    net::co_spawn(ioc_, controller_->run(), net::detached);
     quiesce();
   }
 
@@ -141,28 +131,7 @@ class EgressGatewayControllerTest : public testing::ComponentTest {
     return c != nullptr ? *c : meta::Condition{};
   }
 
-  // The sum of a metric's series.
-  double sum(const std::string& name) {
-    double n = 0;
-    for (const auto& family : registry_.Collect()) {
-      for (const auto& metric : family.name == name ? family.metric : decltype(family.metric){}) {
-        n += family.type == prometheus::MetricType::Counter ? metric.counter.value
-                                                            : metric.gauge.value;
-      }
-    }
-    return n;
-  }
-  // Reconciles of the policy so far, whatever their result.
-  double reconciles() { return sum("controller_runtime_reconcile_total"); }
-
-  // Runs until what is ready has run and no reconcile is queued or running (one may wait for
-  // the API server's answer).
-  void quiesce() {
-    settle();
-    runUntil([&] {
-      return controller_->queueLength() == 0 && sum("controller_runtime_active_workers") == 0;
-    });
-  }
+  void quiesce() { ComponentTest::quiesce(*controller_); }
 
   // A watch event of `resource` modifying the object `json`, and whatever reconcile it causes.
   void modifiedAndReconciled(const std::string& resource, const std::string& json) {
@@ -170,7 +139,6 @@ class EgressGatewayControllerTest : public testing::ComponentTest {
     quiesce();
   }
 
-  prometheus::Registry registry_;
   std::unique_ptr<EgressGatewayController> controller_;
   std::vector<std::string> statuses_;  // the policy as each status update left it
   std::vector<std::string> slices_;    // each EgressPolicySlice as its apply left it
