@@ -4,10 +4,12 @@
 // Around them a simulated cluster plays kube-controller-manager (Deployments → ReplicaSets →
 // pods, garbage collection by owner uid), the scheduler and the kubelets (pods start, become
 // Ready, terminate with a grace period), the egw-agents (each answers for the egress IPs the
-// published view names its node for, as of a lagging read, and reports them on its Lease; a lost
-// node's agent answers until its own Lease runs out) and the tenants (policies created, scaled
-// and scaled back seconds later, to an invalid 0 too, deleted and re-created under the same name
-// on another pool; two policies racing for one pool's addresses; pools shrunk and grown back).
+// published view names its node for, as of a lagging read that now and then stalls for seconds,
+// and reports them on its Lease; a lost node's agent answers until its own Lease runs out) and
+// the tenants (policies created, scaled and scaled back seconds later, to an invalid 0 too,
+// deleted and re-created under the same name on another pool; two policies racing for one pool's
+// addresses, the first scaling back the moment its view names a node for the new one; pools
+// shrunk and grown back).
 // Replicas are partitioned (a leader change), restarted, and crash.
 //
 // After every tick it checks what the operator promises:
@@ -25,6 +27,7 @@
 // from a new first seed each time. A failure names its seed and the actions that led to it;
 // EGRESS_MODEL_LOG=info and EGRESS_MODEL_TRACE=<path part> replay it with the replicas' logs and
 // the writes they made.
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <functional>
@@ -184,6 +187,7 @@ class OperatorModel {
     for (step_ = 0; step_ < steps && violation_.empty(); ++step_) {
       act();
       for (int t = 0; t < 2 && violation_.empty(); ++t) {
+        scaleBackOnSight();
         tick(true);
       }
     }
@@ -201,6 +205,7 @@ class OperatorModel {
   int leaderChanges() const { return leaderChanges_; }
   int apiWrites() const { return api_.writes(); }
   int apiFaulted() const { return api_.faulted(); }
+  int backOnSight() const { return backOnSight_; }
 
  private:
   // ---- the cluster around the operator ----------------------------------------------------
@@ -418,9 +423,58 @@ class OperatorModel {
     const size_t second = (first + 1 + pick(keys.size() - 1)) % keys.size();
     const int replicas = replicasOf(keys[first]);
     log("race on " + pool + ": " + keys[first] + " up and back, then " + keys[second] + " up");
+    const std::string uid =
+        stringAt(*api_.get("egressgatewaypolicies", keys[first]), {"metadata", "uid"});
+    const auto before = viewAddresses(uid);
     scale(keys[first], replicas + 1);
     later_.push_back({keys[second], replicasOf(keys[second]) + 1, step_ + 1});
-    later_.push_back({keys[first], replicas, step_ + 2 + static_cast<int>(pick(4))});
+    if (pick(2) == 0) {
+      later_.push_back({keys[first], replicas, step_ + 2 + static_cast<int>(pick(4))});
+    } else {
+      // Back the moment its view names a node for a new address (an autoscaler that reacts to
+      // the new gateway): the view's watch event may still be on its way to the operator.
+      onSight_.push_back({keys[first], uid, replicas, before, step_ + 30});
+    }
+  }
+
+  // The addresses the published view of policy `uid` names a node for, as the API server has it.
+  std::set<std::string> viewAddresses(const std::string& uid) const {
+    std::set<std::string> out;
+    for (const Value* slice : api_.list("egresspolicyslices")) {
+      const Value* ips = path(*slice, {"spec", "gateway", "egressIPs"});
+      if (sliceOwner(*slice) != uid || ips == nullptr || !ips->IsArray()) {
+        continue;
+      }
+      for (const auto& e : ips->GetArray()) {
+        if (!stringAt(e, {"node"}).empty()) {
+          for (const auto& ip : stringsAt(e, {"ips"})) {
+            out.insert(ip);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  // The racers waiting for their view to name a new address scale back once it does (or give up
+  // after a while).
+  void scaleBackOnSight() {
+    std::erase_if(onSight_, [&](const OnSight& w) {
+      const Value* policy = api_.get("egressgatewaypolicies", w.key);
+      if (policy == nullptr || stringAt(*policy, {"metadata", "uid"}) != w.uid) {
+        return true;
+      }
+      const auto now = viewAddresses(w.uid);
+      const bool named = std::any_of(now.begin(), now.end(),
+                                     [&](const std::string& a) { return !w.before.contains(a); });
+      if (named || step_ >= w.giveUp) {
+        log(named ? "its view names a new address: back" : "no new address named: back");
+        backOnSight_ += named ? 1 : 0;
+        scale(w.key, w.replicas);
+        return true;
+      }
+      return false;
+    });
   }
 
   int replicasOf(const std::string& key) const {
@@ -726,7 +780,12 @@ class OperatorModel {
         }
         continue;
       }
-      if (pick(2) == 0) {
+      if (clock_.now() >= n.stalledUntil && pick(60) == 0) {
+        // Its watch stalls (a slow link, a busy agent) for two to ten seconds; its Lease is
+        // renewed meanwhile, reporting what it last read.
+        n.stalledUntil = clock_.now() + std::chrono::seconds(2 + pick(9));
+      }
+      if (clock_.now() >= n.stalledUntil && pick(2) == 0) {
         // A read of the store now: it reflects every write so far.
         n.observedSlices = std::to_string(api_.resourceVersion());
         std::map<std::string, std::string> answers;
@@ -1096,6 +1155,7 @@ class OperatorModel {
     std::string reported = "-";
     std::map<std::string, std::string> answers;  // address → policy uid
     std::string observedSlices;                  // the store's version its answers reflect
+    Clock::TimePoint stalledUntil{};             // no read of the slices before then
   };
 
   uint64_t seed_;
@@ -1120,6 +1180,14 @@ class OperatorModel {
     int step = 0;
   };
   std::vector<Rescale> later_;  // tenants' changes due at a later step
+  struct OnSight {
+    std::string key;
+    std::string uid;
+    int replicas = 0;
+    std::set<std::string> before;  // what its view named before it scaled up
+    int giveUp = 0;
+  };
+  std::vector<OnSight> onSight_;
   std::deque<std::string> trace_;
   std::string violation_;
   std::string leader_;
@@ -1129,6 +1197,7 @@ class OperatorModel {
   int podIps_ = 0;
   int policiesCreated_ = 0;
   int leaderChanges_ = 0;
+  int backOnSight_ = 0;
 };
 
 TEST(OperatorModel, NoAddressIsEverHeldTwiceAndEveryFreedAddressIsReused) {
@@ -1145,9 +1214,11 @@ TEST(OperatorModel, NoAddressIsEverHeldTwiceAndEveryFreedAddressIsReused) {
     // The run did what it is for: policies came and went, leaders changed, faults were met.
     EXPECT_GT(model.policiesCreated(), 3) << "seed " << seed;
     EXPECT_GT(model.apiFaulted(), 0) << "seed " << seed;
-    std::printf("seed %d: %d policies created, %d leader changes, %d writes (%d faulted)\n", seed,
-                model.policiesCreated(), model.leaderChanges(), model.apiWrites(),
-                model.apiFaulted());
+    std::printf(
+        "seed %d: %d policies created, %d leader changes, %d writes (%d faulted), %d scaled back "
+        "as their view named a new address\n",
+        seed, model.policiesCreated(), model.leaderChanges(), model.apiWrites(), model.apiFaulted(),
+        model.backOnSight());
     if (!violation.empty()) {
       break;
     }
