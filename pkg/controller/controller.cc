@@ -259,7 +259,8 @@ net::awaitable<Result<Ok, std::string>> MainController::start() {
     if (auto it = refs.find(c.owner); it != refs.end() && !c.inUse) {
       const bool lost = c.reason == ipam::Reason::kAlreadyAllocated;
       options_.recorder.event(it->second, core::kEventTypeWarning,
-                              lost ? "AddressConflict" : "AllocatedOutsidePool", c.message);
+                              lost ? kEventAddressConflict : kReasonAllocatedOutsidePool,
+                              c.message);
     }
   }
   for (controllerruntime::Runnable* c : subcontrollers()) {

@@ -72,7 +72,6 @@ inline constexpr std::string_view kConditionIPAllocated = "IPAllocated";
 inline constexpr std::string_view kConditionGatewayAvailable = "GatewayAvailable";
 inline constexpr std::string_view kConditionExhausted = "Exhausted";
 inline constexpr std::string_view kConditionOverlapping = "Overlapping";
-inline constexpr std::string_view kConditionValid = "Valid";
 
 // Condition reasons. A policy's IPAllocated: kReasonAllocated, kReasonInvalidSpec, or the
 // allocator's shortfall (ipam::shortfallName). Its GatewayAvailable: kReasonAvailable,
@@ -107,6 +106,18 @@ inline constexpr std::string_view kReasonReplicaFailure = "ReplicaFailure";
 // GatewayAvailable's reason, and the Warning Event's, while a gateway object cannot be written
 // (the DeploymentProcessor reports it, the status says it).
 inline constexpr std::string_view kReasonApplyFailed = "ApplyFailed";
+// The reason of a gateway pod's readiness gate (kIPProgrammedCondition).
+inline constexpr std::string_view kReasonProgrammed = "Programmed";
+inline constexpr std::string_view kReasonNotProgrammed = "NotProgrammed";
+
+// Event reasons beside the condition reasons above (a condition's Warning Event carries its
+// reason): a policy's addresses allocated, moved to another holder, released; a pool with no
+// free address left; a ledger address another policy holds, found when a leader starts.
+inline constexpr std::string_view kEventAllocated = "Allocated";
+inline constexpr std::string_view kEventMoved = "Moved";
+inline constexpr std::string_view kEventReleased = "Released";
+inline constexpr std::string_view kEventPoolExhausted = "PoolExhausted";
+inline constexpr std::string_view kEventAddressConflict = "AddressConflict";
 
 // The resources the operator reads and writes.
 kube::Resource policiesResource();

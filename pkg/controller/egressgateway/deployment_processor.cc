@@ -81,7 +81,7 @@ std::string readinessGatePatch(bool programmed, const std::string& node, meta::T
   w.StartObject();
   meta::writeField(w, "type", kIPProgrammedCondition);
   meta::writeField(w, "status", programmed ? "True" : "False");
-  meta::writeField(w, "reason", programmed ? "Programmed" : "NotProgrammed");
+  meta::writeField(w, "reason", programmed ? kReasonProgrammed : kReasonNotProgrammed);
   meta::writeField(w, "message",
                    programmed ? "egw-agent on " + node + " reports the pod's egress IPs programmed"
                               : "egw-agent on " + node +

@@ -287,7 +287,7 @@ net::awaitable<IPPoolProcessor::Outcome> IPPoolProcessor::process(
     const auto ref = referenceTo(kPolicyKind, policy.metadata);
     if (!gained.empty()) {
       ctx_.recorder.event(
-          ref, core::kEventTypeNormal, "Allocated",
+          ref, core::kEventTypeNormal, kEventAllocated,
           join(gained) +
               (assignment.pool.empty() ? "" : " allocated from IPAMPool " + assignment.pool));
     }
@@ -295,7 +295,7 @@ net::awaitable<IPPoolProcessor::Outcome> IPPoolProcessor::process(
       const std::string value = entryText(assignment.entries[m.entry]);
       const std::string& fromNode = info.egressPods.at(m.from).pod->spec.nodeName;
       const std::string& toNode = info.egressPods.at(m.to).pod->spec.nodeName;
-      ctx_.recorder.event(ref, core::kEventTypeNormal, "Moved",
+      ctx_.recorder.event(ref, core::kEventTypeNormal, kEventMoved,
                           value + " moved from gateway pod " + m.from + " on node " + fromNode +
                               " (its agent Lease " + std::string(kAgentLeasePrefix) + fromNode +
                               " is stale) to gateway pod " + m.to + " on node " + toNode);
@@ -315,7 +315,7 @@ net::awaitable<IPPoolProcessor::Outcome> IPPoolProcessor::process(
                                         addressesInUse(ctx_, info, assignment.entries));
   if (!released.empty()) {
     ctx_.recorder.event(
-        referenceTo(kPolicyKind, policy.metadata), core::kEventTypeNormal, "Released",
+        referenceTo(kPolicyKind, policy.metadata), core::kEventTypeNormal, kEventReleased,
         join(released) +
             (assignment.pool.empty() ? " released" : " returned to IPAMPool " + assignment.pool));
     wakeWaiting(ctx_, released);
@@ -441,7 +441,7 @@ bool IPPoolProcessor::releaseFormerOwners(const EgressGatewayPolicyInfo& info) {
                  join(released));
     if (info.policy) {
       ctx_.recorder.event(referenceTo(kPolicyKind, info.policy->metadata), core::kEventTypeNormal,
-                          "Released",
+                          kEventReleased,
                           join(released) + " of the previous policy named " + info.key + " (uid " +
                               owner + ") released: no data-plane view names them any more");
     }

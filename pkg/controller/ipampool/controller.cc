@@ -136,7 +136,7 @@ net::awaitable<ReconcileResult> IPAMPoolController::reconcile(const std::string&
   }
   if (conditionIsTrue(status.conditions, kConditionExhausted) &&
       !conditionIsTrue(pool->status.conditions, kConditionExhausted)) {
-    ctx_.recorder.event(ref, core::kEventTypeWarning, "PoolExhausted",
+    ctx_.recorder.event(ref, core::kEventTypeWarning, kEventPoolExhausted,
                         meta::findCondition(status.conditions, kConditionExhausted)->message);
   }
   v1alpha1::IPAMPool updated = *pool;
