@@ -440,20 +440,32 @@ class OperatorModel {
   // The addresses the published view of policy `uid` names a node for, as the API server has it.
   std::set<std::string> viewAddresses(const std::string& uid) const {
     std::set<std::string> out;
+    forEachHolding([&](const std::string& owner, const std::string&, const std::string& ip) {
+      if (owner == uid) {
+        out.insert(ip);
+      }
+    });
+    return out;
+  }
+
+  // Every (policy uid, node, address) the published view names a node for, as the API server
+  // has it now.
+  void forEachHolding(const std::function<void(const std::string& owner, const std::string& node,
+                                               const std::string& ip)>& fn) const {
     for (const Value* slice : api_.list("egresspolicyslices")) {
       const Value* ips = path(*slice, {"spec", "gateway", "egressIPs"});
-      if (sliceOwner(*slice) != uid || ips == nullptr || !ips->IsArray()) {
+      if (ips == nullptr || !ips->IsArray()) {
         continue;
       }
       for (const auto& e : ips->GetArray()) {
-        if (!stringAt(e, {"node"}).empty()) {
+        const std::string node = stringAt(e, {"node"});
+        if (!node.empty()) {
           for (const auto& ip : stringsAt(e, {"ips"})) {
-            out.insert(ip);
+            fn(sliceOwner(*slice), node, ip);
           }
         }
       }
     }
-    return out;
   }
 
   // The racers waiting for their view to name a new address scale back once it does (or give up
@@ -789,19 +801,12 @@ class OperatorModel {
         // A read of the store now: it reflects every write so far.
         n.observedSlices = std::to_string(api_.resourceVersion());
         std::map<std::string, std::string> answers;
-        for (const Value* slice : api_.list("egresspolicyslices")) {
-          const Value* ips = path(*slice, {"spec", "gateway", "egressIPs"});
-          if (ips == nullptr || !ips->IsArray()) {
-            continue;
-          }
-          for (const auto& e : ips->GetArray()) {
-            if (stringAt(e, {"node"}) == n.name) {
-              for (const auto& ip : stringsAt(e, {"ips"})) {
-                answers[ip] = sliceOwner(*slice);
+        forEachHolding(
+            [&](const std::string& owner, const std::string& node, const std::string& ip) {
+              if (node == n.name) {
+                answers[ip] = owner;
               }
-            }
-          }
-        }
+            });
         n.answers = std::move(answers);
       }
       std::vector<std::string> held;
@@ -968,19 +973,9 @@ class OperatorModel {
       }
       ledgers_[uid] = std::move(now);
     }
-    for (const Value* slice : api_.list("egresspolicyslices")) {
-      const Value* ips = path(*slice, {"spec", "gateway", "egressIPs"});
-      if (ips == nullptr || !ips->IsArray()) {
-        continue;
-      }
-      for (const auto& e : ips->GetArray()) {
-        if (!stringAt(e, {"node"}).empty()) {
-          for (const auto& ip : stringsAt(e, {"ips"})) {
-            users[ip].insert(sliceOwner(*slice));
-          }
-        }
-      }
-    }
+    forEachHolding([&](const std::string& owner, const std::string&, const std::string& ip) {
+      users[ip].insert(owner);
+    });
     for (const Value* pod : api_.list("pods")) {
       const std::string annotation =
           stringAt(*pod, {"metadata", "annotations", "egressgateway.dev/egress-ips"});
