@@ -133,11 +133,12 @@ class DeltaFifo : public ReflectorStore {
     }
     // Known objects (typed or undecodable) missing from the list and without queued deltas.
     if (known_ != nullptr) {
-      for (const auto& [key, obj] : known_->items()) {
+      known_->forEach([&](const std::shared_ptr<const T>& obj) {
+        std::string key = objectKey(obj->metadata);
         if (listed.count(key) == 0 && items_.count(key) == 0) {
-          gone.emplace_back(key, Delta<T>{DeltaType::Deleted, obj, nullptr, true});
+          gone.emplace_back(std::move(key), Delta<T>{DeltaType::Deleted, obj, nullptr, true});
         }
-      }
+      });
       for (const auto& [key, entry] : known_->undecodable()) {
         if (listed.count(key) == 0 && items_.count(key) == 0) {
           gone.emplace_back(key, Delta<T>{DeltaType::Deleted, nullptr, entry, true});
@@ -194,11 +195,12 @@ class DeltaFifo : public ReflectorStore {
     if (known_ == nullptr || replacing_) {
       return;
     }
-    for (const auto& [key, obj] : known_->items()) {
+    known_->forEach([&](const std::shared_ptr<const T>& obj) {
+      std::string key = objectKey(obj->metadata);
       if (items_.count(key) == 0) {
         queue(key, {DeltaType::Sync, obj, nullptr, false});
       }
-    }
+    });
   }
 
   // --- consumer side ----------------------------------------------------------------------------

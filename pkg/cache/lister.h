@@ -28,11 +28,11 @@ class Lister {
   // Everything matching `selector`; a null selector lists everything (an empty one does too).
   std::vector<Ptr> list(const meta::LabelSelector* selector = nullptr) const {
     std::vector<Ptr> out;
-    for (const auto& [key, obj] : indexer_.items()) {
+    indexer_.forEach([&](const Ptr& obj) {
       if (matches(*obj, selector)) {
         out.push_back(obj);
       }
-    }
+    });
     return out;
   }
 

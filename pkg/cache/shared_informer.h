@@ -170,10 +170,10 @@ class SharedIndexInformer : public InformerBase {
     if (s.started) {
       using Kind = typename Registration::Kind;
       // Late handlers learn the current contents as adds from the initial list.
-      for (const auto& [key, obj] : s.indexer.items()) {
+      s.indexer.forEach([&](const Ptr& obj) {
         reg->buffer_.push_back({Kind::Add, nullptr, obj, nullptr, true});
         ++reg->initialPending_;
-      }
+      });
       for (const auto& [key, entry] : s.indexer.undecodable()) {
         reg->buffer_.push_back({Kind::Undecodable, nullptr, nullptr, entry, false});
       }
@@ -341,12 +341,12 @@ class SharedIndexInformer : public InformerBase {
           continue;
         }
         if (Ptr old = indexer.get(key)) {
-          indexer.put(key, d.object);
+          indexer.put(d.object);
           const bool sync = (d.type == DeltaType::Sync || d.type == DeltaType::Replaced) &&
                             old->metadata.resourceVersion == d.object->metadata.resourceVersion;
           distribute({Kind::Update, std::move(old), d.object, nullptr, false}, sync);
         } else {
-          indexer.put(key, d.object);
+          indexer.put(d.object);
           distribute({Kind::Add, nullptr, d.object, nullptr, popped.isInInitialList}, false);
         }
       }

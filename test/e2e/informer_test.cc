@@ -193,9 +193,8 @@ class InformerE2E : public ::testing::Test {
   template <class T>
   static std::map<std::string, std::string> cached(const SharedIndexInformer<T>& informer) {
     std::map<std::string, std::string> out;
-    for (const auto& [key, obj] : informer.indexer().items()) {
-      out[key] = obj->metadata.resourceVersion;
-    }
+    informer.indexer().forEach(
+        [&](const auto& obj) { out[objectKey(obj->metadata)] = obj->metadata.resourceVersion; });
     return out;
   }
 

@@ -399,11 +399,11 @@ class PodTracker {
   };
   Counts counts() const {
     Counts c;
-    for (const auto& [key, p] : informer_->indexer().items()) {
+    informer_->indexer().forEach([&](const auto& p) {
       ++c.pods;
       c.bound += p->spec.nodeName.empty() ? 0 : 1;
       c.running += p->status.phase == "Running" && core::isPodReady(*p) ? 1 : 0;
-    }
+    });
     return c;
   }
 

@@ -236,19 +236,11 @@ NamespacePtr Cache::getNamespace(const std::string& name) const {
 }
 
 std::vector<PolicyPtr> Cache::allPolicies() const {
-  std::vector<PolicyPtr> out;
-  for (const auto& [key, obj] : policies_->indexer().items()) {
-    out.push_back(obj);
-  }
-  return out;
+  return policies_->indexer().list();
 }
 
 std::vector<PoolPtr> Cache::allPools() const {
-  std::vector<PoolPtr> out;
-  for (const auto& [key, obj] : pools_->indexer().items()) {
-    out.push_back(obj);
-  }
-  return out;
+  return pools_->indexer().list();
 }
 
 std::vector<std::string> Cache::policyKeysUsingPool(const std::string& pool) const {
@@ -294,10 +286,7 @@ std::vector<std::string> Cache::policyKeysWithGatewayOn(const std::string& node)
 }
 
 std::vector<std::string> Cache::allPolicyKeys() const {
-  std::vector<std::string> out;
-  for (const auto& [key, obj] : policies_->indexer().items()) {
-    out.push_back(key);
-  }
+  std::vector<std::string> out = policies_->indexer().listKeys();
   for (const auto& [key, entry] : policies_->indexer().undecodable()) {
     out.push_back(key);
   }
@@ -325,17 +314,18 @@ std::string Cache::resolvedPoolName(const v1alpha1::EgressGatewayPolicy& policy)
 
 std::vector<ipam::InUse> Cache::addressesInUse() const {
   std::vector<ipam::InUse> out;
-  for (const auto& [name, slice] : slices_->indexer().items()) {
+  slices_->indexer().forEach([&](const SlicePtr& slice) {
     if (!slice->spec.gateway) {
-      continue;
+      return;
     }
     const auto& ref = slice->spec.policy;
-    ipam::InUse u{ref.uid, ref.namespace_ + "/" + ref.name, "EgressPolicySlice " + name, {}};
+    ipam::InUse u{
+        ref.uid, ref.namespace_ + "/" + ref.name, "EgressPolicySlice " + slice->metadata.name, {}};
     for (const auto& e : slice->spec.gateway->egressIPs) {
       u.addresses.insert(u.addresses.end(), e.ips.begin(), e.ips.end());
     }
     out.push_back(std::move(u));
-  }
+  });
   return out;
 }
 

@@ -72,7 +72,7 @@ TEST(DeltaFifo, AccumulatesDeltasPerKeyInOrder) {
 // the final state wins.
 TEST(DeltaFifo, DedupesConsecutiveDeletesOnly) {
   Indexer<TestObject> known;
-  known.put("ns/a", obj("a", "1"));
+  known.put(obj("a", "1"));
   auto fifo = makeFifo(&known);
   fifo.remove(obj("a", "2"));
   fifo.remove(obj("a", "3"));
@@ -97,9 +97,9 @@ TEST(DeltaFifo, DeleteOfUnknownObjectIsDropped) {
 // and known keys missing from the list get DeletedFinalStateUnknown tombstones.
 TEST(DeltaFifo, ReplaceMakesTombstonesForWhatTheListLacks) {
   Indexer<TestObject> known;
-  known.put("ns/a", obj("a", "1"));
-  known.put("ns/b", obj("b", "1"));
-  known.put("ns/c", obj("c", "1"));
+  known.put(obj("a", "1"));
+  known.put(obj("b", "1"));
+  known.put(obj("c", "1"));
   auto fifo = makeFifo(&known);
   fifo.update(obj("c", "2"));  // queued, and missing from the list below
   fifo.add(obj("d", "1"));     // queued only
@@ -131,8 +131,8 @@ TEST(DeltaFifo, AnAbortedListStagesNothing) {
 // it can never deliver a stale object after a newer one.
 TEST(DeltaFifo, ResyncSkipsKeysWithQueuedDeltas) {
   Indexer<TestObject> known;
-  known.put("ns/a", obj("a", "1"));
-  known.put("ns/b", obj("b", "1"));
+  known.put(obj("a", "1"));
+  known.put(obj("b", "1"));
   auto fifo = makeFifo(&known);
   fifo.update(obj("a", "2"));
   fifo.resync();
@@ -143,7 +143,7 @@ TEST(DeltaFifo, ResyncSkipsKeysWithQueuedDeltas) {
 // TestDeltaFIFO_HasSyncedCorrectOnDeletion (with RealFIFO's "after processing").
 TEST(DeltaFifo, HasSyncedAfterTheInitialListIsProcessed) {
   Indexer<TestObject> known;
-  known.put("ns/gone", obj("gone", "1"));
+  known.put(obj("gone", "1"));
   auto fifo = makeFifo(&known);
   EXPECT_FALSE(fifo.hasSynced());
   replace(fifo, {obj("a", "1"), obj("b", "1")});
@@ -175,7 +175,7 @@ TEST(DeltaFifo, DecodesAndTransformsJsonBeforeQueueing) {
 // is handed nothing until it is complete (never half a relist).
 TEST(DeltaFifo, ReplaceYieldsAndHoldsPopsUntilComplete) {
   Indexer<TestObject> known;
-  known.put("ns/gone", obj("gone", "1"));
+  known.put(obj("gone", "1"));
   auto fifo = makeFifo(&known);
   std::vector<DeltaFifo<TestObject>::Listed> list;
   for (int i = 0; i < 10000; ++i) {
@@ -264,15 +264,15 @@ TEST(Indexer, MaintainsNamespaceAndCustomIndexes) {
   EXPECT_FALSE(idx.addIndexers({{"byValue", nullptr}})) << "name clash";
   auto a = std::make_shared<TestObject>(*obj("a", "1", "x"));
   a->value = "red";
-  idx.put("x/a", a);
+  idx.put(a);
   auto b = std::make_shared<TestObject>(*obj("b", "1", "y"));
   b->value = "red";
-  idx.put("y/b", b);
+  idx.put(b);
   EXPECT_THAT(*idx.indexKeys("byValue", "red"), UnorderedElementsAre("x/a", "y/b"));
   EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "x"), ElementsAre("x/a"));
   auto a2 = std::make_shared<TestObject>(*a);
   a2->value = "blue";
-  idx.put("x/a", a2);
+  idx.put(a2);
   EXPECT_THAT(*idx.indexKeys("byValue", "red"), ElementsAre("y/b"));
   EXPECT_THAT(*idx.indexKeys("byValue", "blue"), ElementsAre("x/a"));
   idx.remove("x/a");
@@ -280,14 +280,14 @@ TEST(Indexer, MaintainsNamespaceAndCustomIndexes) {
   EXPECT_FALSE(idx.indexKeys("nope", "x")) << "unknown index";
 }
 
-// The namespace index is the key order itself: a namespace's objects are the keys with its
-// prefix. Namespaces that are prefixes of one another, or that sort around '/', stay apart, and
-// cluster-scoped keys (no '/') are namespace "".
+// The namespace index is the store's order itself: (namespace, name). Namespaces that are
+// prefixes of one another, or that sort around '/' as key strings, stay apart, and cluster-scoped
+// objects (keys without '/') are namespace "".
 TEST(Indexer, NamespaceIndexKeepsNamespacesThatArePrefixesApart) {
   Indexer<TestObject> idx;
   for (const auto& [ns, name] : std::vector<std::pair<std::string, std::string>>{
            {"a", "x"}, {"a", "y"}, {"a-b", "x"}, {"ab", "x"}, {"a.b", "z"}, {"b", "x"}}) {
-    idx.put(ns + "/" + name, obj(name, "1", ns));
+    idx.put(obj(name, "1", ns));
   }
   EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "a"), ElementsAre("a/x", "a/y"));
   EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "a-b"), ElementsAre("a-b/x"));
@@ -296,14 +296,15 @@ TEST(Indexer, NamespaceIndexKeepsNamespacesThatArePrefixesApart) {
   EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "c"), ElementsAre());
   ASSERT_EQ(idx.byIndex(kNamespaceIndex, "a.b")->size(), 1u);
   EXPECT_EQ(idx.byIndex(kNamespaceIndex, "a.b")->front()->metadata.name, "z");
-  EXPECT_THAT(idx.indexValues(kNamespaceIndex), ElementsAre("a-b", "a.b", "a", "ab", "b"));
+  EXPECT_THAT(idx.indexValues(kNamespaceIndex), ElementsAre("a", "a-b", "a.b", "ab", "b"));
+  EXPECT_THAT(idx.listKeys(), ElementsAre("a/x", "a/y", "a-b/x", "a.b/z", "ab/x", "b/x"));
   idx.remove("a/x");
   idx.remove("a/y");
   EXPECT_THAT(idx.indexValues(kNamespaceIndex), ElementsAre("a-b", "a.b", "ab", "b"));
 
   Indexer<TestObject> cluster;
-  cluster.put("n1", obj("n1", "1", ""));
-  cluster.put("n2", obj("n2", "1", ""));
+  cluster.put(obj("n1", "1", ""));
+  cluster.put(obj("n2", "1", ""));
   EXPECT_THAT(*cluster.indexKeys(kNamespaceIndex, ""), ElementsAre("n1", "n2"));
   EXPECT_THAT(cluster.indexValues(kNamespaceIndex), ElementsAre(""));
 }
@@ -319,17 +320,17 @@ TEST(Indexer, UpdatesComputeIndexValuesOncePerIndex) {
                                 }}}));
   auto a = std::make_shared<TestObject>(*obj("a", "1", "x"));
   a->value = "red";
-  idx.put("x/a", a);
+  idx.put(a);
   EXPECT_EQ(calls, 1);
   for (int i = 2; i <= 101; ++i) {
     auto next = std::make_shared<TestObject>(*obj("a", std::to_string(i), "x"));
     next->value = "red";
-    idx.put("x/a", next);
+    idx.put(next);
   }
   EXPECT_EQ(calls, 101) << "one evaluation per update";
   auto blue = std::make_shared<TestObject>(*obj("a", "102", "x"));
   blue->value = "blue";
-  idx.put("x/a", blue);
+  idx.put(blue);
   EXPECT_EQ(calls, 102);
   EXPECT_THAT(*idx.indexKeys("byValue", "blue"), ElementsAre("x/a"));
   EXPECT_THAT(*idx.indexKeys("byValue", "red"), ElementsAre());
@@ -349,24 +350,51 @@ TEST(Indexer, ObjectsWithoutIndexValuesMoveInAndOut) {
                                                          : std::vector<std::string>{o.value};
                                 }}}));
   auto none = std::make_shared<TestObject>(*obj("a", "1", "x"));
-  idx.put("x/a", none);
+  idx.put(none);
   EXPECT_THAT(idx.indexValues("byValue"), ElementsAre());
   auto red = std::make_shared<TestObject>(*obj("a", "2", "x"));
   red->value = "red";
-  idx.put("x/a", red);
+  idx.put(red);
   EXPECT_THAT(*idx.indexKeys("byValue", "red"), ElementsAre("x/a"));
-  idx.put("x/a", std::make_shared<TestObject>(*obj("a", "3", "x")));
+  idx.put(std::make_shared<TestObject>(*obj("a", "3", "x")));
   EXPECT_THAT(idx.indexValues("byValue"), ElementsAre()) << "its values went: so did its keys";
   auto blue = std::make_shared<TestObject>(*obj("a", "4", "x"));
   blue->value = "blue";
-  idx.put("x/a", blue);
+  idx.put(blue);
   EXPECT_THAT(*idx.indexKeys("byValue", "blue"), ElementsAre("x/a"));
   EXPECT_THAT(*idx.indexKeys("byValue", "red"), ElementsAre());
   idx.remove("x/a");
   EXPECT_THAT(idx.indexValues("byValue"), ElementsAre());
-  idx.put("x/b", std::make_shared<TestObject>(*obj("b", "1", "x")));
+  idx.put(std::make_shared<TestObject>(*obj("b", "1", "x")));
   idx.remove("x/b");
   EXPECT_THAT(*idx.indexKeys(kNamespaceIndex, "x"), ElementsAre());
+}
+
+// The store keeps no key strings: a key finds its object by (namespace, name), and a key that
+// names no storable object (a second '/', a namespace without a name) finds nothing.
+TEST(Indexer, KeysFindObjectsByNamespaceAndName) {
+  Indexer<TestObject> idx;
+  idx.put(obj("a", "1", "x"));
+  idx.put(obj("a", "1", ""));
+  idx.put(obj("x", "1", ""));
+  EXPECT_EQ(idx.size(), 3u);
+  ASSERT_NE(idx.get("x/a"), nullptr);
+  EXPECT_EQ(idx.get("x/a")->metadata.namespace_, "x");
+  ASSERT_NE(idx.get("a"), nullptr);
+  EXPECT_EQ(idx.get("a")->metadata.namespace_, "");
+  EXPECT_TRUE(idx.contains("x"));
+  EXPECT_FALSE(idx.contains("x/"));
+  EXPECT_FALSE(idx.contains("/a"));
+  EXPECT_FALSE(idx.contains("x/a/b"));
+  EXPECT_FALSE(idx.contains("y/a"));
+  EXPECT_THAT(idx.listKeys(), ElementsAre("a", "x", "x/a")) << "cluster-scoped first";
+  auto replaced = std::make_shared<TestObject>(*obj("a", "2", "x"));
+  idx.put(replaced);
+  EXPECT_EQ(idx.size(), 3u);
+  EXPECT_EQ(idx.get("x/a"), replaced);
+  idx.remove("a");
+  EXPECT_EQ(idx.get("a"), nullptr);
+  EXPECT_NE(idx.get("x/a"), nullptr);
 }
 
 // Keys are made and split as client-go's MetaNamespaceKeyFunc and SplitMetaNamespaceKey do.

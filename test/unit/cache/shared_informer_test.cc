@@ -539,7 +539,7 @@ TEST(Lister, ListsByNamespaceAndSelector) {
     o->metadata.namespace_ = ns;
     o->metadata.name = name;
     o->metadata.labels["app"] = app;
-    idx.put(ns + "/" + name, o);
+    idx.put(o);
   };
   put("a", "web-1", "web");
   put("a", "db-1", "db");
