@@ -4,36 +4,48 @@
 
 namespace egress::controller {
 
+namespace {
+
+template <class Builder>
+auto* registerFamily(Builder builder, prometheus::Registry& registry, const char* name,
+                     const char* help) {
+  return &builder.Name(name).Help(help).Register(registry);
+}
+
+// Removes from `family` each series of `series` whose key satisfies `pred`.
+template <class Family, class Series, class Pred>
+void removeSeriesIf(Family& family, Series& series, Pred pred) {
+  for (auto it = series.begin(); it != series.end();) {
+    if (pred(it->first)) {
+      family.Remove(it->second);
+      it = series.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace
+
 Metrics::Metrics(prometheus::Registry* registry) {
   if (registry == nullptr) {
     return;
   }
-  poolAddresses_ = &prometheus::BuildGauge()
-                        .Name("egress_ipam_pool_addresses")
-                        .Help(
-                            "Addresses of an IPAMPool by family and state (total, allocated, "
-                            "free); counts saturate at 2^63-1.")
-                        .Register(*registry);
-  failures_ = &prometheus::BuildCounter()
-                   .Name("egress_ip_allocation_failures_total")
-                   .Help("Times a policy fell short of egress IPs, by pool and reason.")
-                   .Register(*registry);
-  policies_ = &prometheus::BuildGauge()
-                   .Name("egress_policies")
-                   .Help("EgressGatewayPolicies by state (ready, not_ready, invalid).")
-                   .Register(*registry);
-  replicas_ = &prometheus::BuildGauge()
-                   .Name("egress_gateway_replicas")
-                   .Help("Gateway pods of a policy: desired, and available.")
-                   .Register(*registry);
-  selected_ = &prometheus::BuildGauge()
-                   .Name("egress_selected_pods")
-                   .Help("Source pods a policy selects.")
-                   .Register(*registry);
-  ready_ = &prometheus::BuildGauge()
-                .Name("egress_policy_ready")
-                .Help("1 while a policy's Ready condition is True, else 0.")
-                .Register(*registry);
+  using prometheus::BuildCounter;
+  using prometheus::BuildGauge;
+  poolAddresses_ = registerFamily(BuildGauge(), *registry, "egress_ipam_pool_addresses",
+                                  "Addresses of an IPAMPool by family and state (total, "
+                                  "allocated, free); counts saturate at 2^63-1.");
+  failures_ = registerFamily(BuildCounter(), *registry, "egress_ip_allocation_failures_total",
+                             "Times a policy fell short of egress IPs, by pool and reason.");
+  policies_ = registerFamily(BuildGauge(), *registry, "egress_policies",
+                             "EgressGatewayPolicies by state (ready, not_ready, invalid).");
+  replicas_ = registerFamily(BuildGauge(), *registry, "egress_gateway_replicas",
+                             "Gateway pods of a policy: desired, and available.");
+  selected_ = registerFamily(BuildGauge(), *registry, "egress_selected_pods",
+                             "Source pods a policy selects.");
+  ready_ = registerFamily(BuildGauge(), *registry, "egress_policy_ready",
+                          "1 while a policy's Ready condition is True, else 0.");
   for (const char* state : {"ready", "not_ready", "invalid"}) {
     policies_->Add({{"state", state}}).Set(0);
   }
@@ -68,22 +80,12 @@ void Metrics::setPoolAddresses(const std::string& pool, ipam::Family family, boo
 }
 
 void Metrics::removePool(const std::string& pool) {
-  for (auto it = poolSeries_.begin(); it != poolSeries_.end();) {
-    if (std::get<0>(it->first) == pool) {
-      poolAddresses_->Remove(it->second);
-      it = poolSeries_.erase(it);
-    } else {
-      ++it;
-    }
+  if (poolAddresses_ == nullptr) {
+    return;
   }
-  for (auto it = failureSeries_.begin(); it != failureSeries_.end();) {
-    if (it->first.first == pool) {
-      failures_->Remove(it->second);
-      it = failureSeries_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  removeSeriesIf(*poolAddresses_, poolSeries_,
+                 [&](const auto& key) { return std::get<0>(key) == pool; });
+  removeSeriesIf(*failures_, failureSeries_, [&](const auto& key) { return key.first == pool; });
 }
 
 void Metrics::allocationFailed(const std::string& pool, const std::string& reason) {

@@ -140,6 +140,7 @@ net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::st
       co_return ReconcileResult::done();
     }
     deployment_.forget(key);
+    status_.forget(key);
     ctx_.policyStatusWrites.erase(key);
     // Its series go whether or not it held anything (a policy that never got an address would
     // otherwise keep them for good); its addresses once its pods are gone.

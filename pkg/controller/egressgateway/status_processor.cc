@@ -11,6 +11,20 @@ namespace egress::controller {
 
 using controllerruntime::ReconcileResult;
 
+namespace {
+
+bool onlySelectedPodsDiffer(const v1alpha1::EgressGatewayPolicyStatus& desired,
+                            const v1alpha1::EgressGatewayPolicyStatus& current) {
+  if (desired.selectedPods == current.selectedPods) {
+    return false;
+  }
+  auto same = desired;
+  same.selectedPods = current.selectedPods;
+  return same == current;
+}
+
+}  // namespace
+
 PolicyWriter::PolicyWriter(Context& ctx, const EgressGatewayPolicyInfo& info)
     : ctx_(ctx), key_(info.key), policy_(*info.current) {}
 
@@ -40,6 +54,10 @@ net::awaitable<ReconcileResult> StatusProcessor::process(const EgressGatewayPoli
                                                          const LedgerPlan& ledger,
                                                          const std::string& applyFailure,
                                                          PolicyWriter& writer) {
+  const auto now = ctx_.clock.now();
+  if (!writer.superseded().empty()) {
+    writtenAt_[info.key] = now;  // the ledger's write, earlier in this reconcile
+  }
   const auto& current = writer.policy();
   auto status = desiredStatus(info, current, ledger, applyFailure,
                               meta::truncateToSeconds(ctx_.clock.wallNow()));
@@ -56,11 +74,17 @@ net::awaitable<ReconcileResult> StatusProcessor::process(const EgressGatewayPoli
     }
     co_return ReconcileResult::done();
   }
+  if (auto last = writtenAt_.find(info.key); last != writtenAt_.end() &&
+                                             onlySelectedPodsDiffer(status, current.status) &&
+                                             now - last->second < kSelectedPodsBatch) {
+    co_return ReconcileResult::requeueAfter(last->second + kSelectedPodsBatch - now);
+  }
   bool written = false;
   auto r = co_await writer.write(std::move(status), "writing status", &written);
   if (!written) {
     co_return r;
   }
+  writtenAt_[info.key] = now;
   if (!ledger.assignment) {
     returnUnwritten(ctx_, info, writer.policy());
   }

@@ -3,13 +3,21 @@
 // StatusProcessor: the last step of a policy's reconcile. Writes desiredStatus() (status.h) of
 // what the steps before it decided (the ledger, the gateway's apply failure) with an update of
 // the status subresource carrying the resourceVersion, only when it differs from the status the
-// policy has; a conflict requeues. Also keeps the policy's egress_gateway_replicas,
-// egress_selected_pods and egress_policy_ready series current.
-// PolicyWriter: the policy as the reconcile last wrote it, through which both status writes of a
-// reconcile go (the IPPoolProcessor's ledger, then this one's), each carrying the version the
+// policy has; a conflict requeues. A change of status.selectedPods alone waits until
+// kSelectedPodsBatch has passed since the policy's last status write (a requeue carries it): pods
+// moving in and out of a selector at tens a second would otherwise cost a status write (and its
+// watch echo) each, for a count no one reads that fast (kube-controller-manager's EndpointSlice
+// controller batches its updates the same way, --endpointslice-updates-batch-period). Also keeps
+// the policy's egress_gateway_replicas, egress_selected_pods (not batched) and
+// egress_policy_ready series current.
+//
+// PolicyWriter: the policy as the reconcile last wrote it, through which both status writes of
+// a reconcile go (the IPPoolProcessor's ledger, then this one's), each carrying the version the
 // one before returned.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +56,8 @@ class PolicyWriter {
 
 class StatusProcessor {
  public:
+  static constexpr Clock::Duration kSelectedPodsBatch = std::chrono::seconds(2);
+
   explicit StatusProcessor(Context& ctx) : ctx_(ctx) {}
 
   const std::string& name() const;
@@ -57,8 +67,13 @@ class StatusProcessor {
                                                              const std::string& applyFailure,
                                                              PolicyWriter& writer);
 
+  // The policy is gone: so is the time of its last status write.
+  void forget(const std::string& key) { writtenAt_.erase(key); }
+
  private:
   Context& ctx_;
+  // When this processor last wrote each policy's status.
+  std::map<std::string, Clock::TimePoint> writtenAt_;
 };
 
 }  // namespace egress::controller

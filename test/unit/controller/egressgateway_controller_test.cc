@@ -162,6 +162,36 @@ TEST_F(EgressGatewayControllerTest, OnlyAPodChangeTheOperatorKeepsCostsAReconcil
   EXPECT_EQ(reconciles(), first + 1);
 }
 
+// Pods moving in and out of the selector: a change of the count alone, within two seconds of the
+// last status write, is written once those two seconds have passed (the requeue carries it); one
+// that comes after a quiet spell is written at once.
+TEST_F(EgressGatewayControllerTest, ACountOfSelectedPodsAloneIsWrittenAtMostEveryTwoSeconds) {
+  start();
+  ASSERT_EQ(statuses_.size(), 1u) << "the first reconcile writes the status (NoPool)";
+  auto selected = [&] {
+    rapidjson::Document d;
+    d.Parse(statuses_.back().c_str());
+    return d["status"]["selectedPods"].GetInt();
+  };
+  EXPECT_EQ(selected(), 1);
+
+  modifiedAndReconciled("pods", sourcePodJson("2", "other", 0));
+  modifiedAndReconciled("pods", sourcePodJson("3", "web", 0));
+  modifiedAndReconciled("pods", sourcePodJson("4", "other", 0));
+  EXPECT_EQ(statuses_.size(), 1u) << "three changes of the count within the batch: no write yet";
+  EXPECT_EQ(sum("egress_selected_pods"), 0) << "the metric is not batched";
+
+  clock_.advance(StatusProcessor::kSelectedPodsBatch);
+  quiesce();
+  ASSERT_EQ(statuses_.size(), 2u) << "the batch's end writes the count once";
+  EXPECT_EQ(selected(), 0);
+
+  clock_.advance(std::chrono::seconds(10));
+  modifiedAndReconciled("pods", sourcePodJson("5", "web", 0));
+  ASSERT_EQ(statuses_.size(), 3u) << "after a quiet spell, at once";
+  EXPECT_EQ(selected(), 1);
+}
+
 // The watch brings back the policy as this process's status update left it: nothing new, and no
 // reconcile. Anyone else's write of the policy is one.
 TEST_F(EgressGatewayControllerTest, TheEchoOfItsOwnStatusWriteCostsNoReconcile) {
