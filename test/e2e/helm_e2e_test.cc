@@ -11,6 +11,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -224,6 +225,22 @@ TEST_F(HelmE2E, InstallMakesEveryObjectUpgradeChangesThemUninstallKeepsCRDsAndUs
   ASSERT_TRUE(installed.ok()) << installed.output;
   EXPECT_TRUE(contains(installed.output, "kubectl get ipp,egp -A")) << installed.output;
   EXPECT_TRUE(contains(installed.output, "named helm-default")) << installed.output;
+  // NOTES.txt's command, pasted into a shell as it stands, makes the default pool.
+  {
+    const auto& notes = installed.output;
+    const auto from = notes.find("kubectl apply -f - <<'YAML'\n");
+    const auto to = notes.find("\nYAML\n", from);
+    ASSERT_TRUE(from != std::string::npos && to != std::string::npos) << notes;
+    const std::string pasted = notes.substr(from, to + 6 - from);
+    pools_.push_back("helm-default");
+    const char* path = std::getenv("PATH");
+    auto ran = testenv::runCommand(
+        {"timeout", "60", "env", "KUBECONFIG=" + controlPlane().kubeconfig(),
+         "PATH=" + controlPlane().dir() + "/bin:" + (path != nullptr ? path : "/usr/bin:/bin"),
+         "bash", "-c", pasted});
+    ASSERT_TRUE(ran.ok()) << pasted << "\n" << ran.output;
+    EXPECT_EQ(field({"ipampool", "helm-default"}, ".spec.cidrs"), "[\"203.0.113.0/28\"]");
+  }
 
   // CRDs: the plain variant on 1.20, established, kept on uninstall.
   for (const char* crd : kCrds) {
