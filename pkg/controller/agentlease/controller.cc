@@ -16,9 +16,6 @@ constexpr auto kPastExpiry = std::chrono::milliseconds(200);
 
 }  // namespace
 
-AgentLeaseController::AgentLeaseController(Options options, Context& ctx)
-    : Controller(std::move(options)), ctx_(ctx) {}
-
 Result<Ok, std::string> AgentLeaseController::addEventHandlers() {
   auto* leases = ctx_.cache.agentLeases();
   if (leases == nullptr) {

@@ -14,26 +14,19 @@
 #include <set>
 #include <string>
 
-#include "pkg/controller/context.h"
-#include "pkg/controllerruntime/controller.h"
+#include "pkg/controller/subcontroller.h"
 
 namespace egress::controller {
 
-class AgentLeaseController : public controllerruntime::Controller {
- public:
-  AgentLeaseController(Options options, Context& ctx);
-
- protected:
+class AgentLeaseController final : public Subcontroller {
+  using Subcontroller::Subcontroller;
   Result<Ok, std::string> addEventHandlers() override;
   net::awaitable<controllerruntime::ReconcileResult> reconcile(const std::string& key) override;
 
- private:
   struct Seen {
     bool live = false;
     std::set<ipam::Address> programmed;
   };
-
-  Context& ctx_;
   // Each node as its last reconcile saw it.
   std::map<std::string, Seen> seen_;
 };

@@ -12,7 +12,7 @@ namespace egress::controller {
 using controllerruntime::ReconcileResult;
 
 EgressGatewayController::EgressGatewayController(Options options, Context& ctx)
-    : Controller(std::move(options)), ctx_(ctx), ipPool_(ctx), deployment_(ctx), status_(ctx) {}
+    : Subcontroller(std::move(options), ctx), ipPool_(ctx), deployment_(ctx), status_(ctx) {}
 
 Result<Ok, std::string> EgressGatewayController::addEventHandlers() {
   using controllerruntime::enqueueMapped;

@@ -28,24 +28,22 @@
 #include <set>
 #include <string>
 
-#include "pkg/controller/context.h"
 #include "pkg/controller/egressgateway/deployment_processor.h"
 #include "pkg/controller/egressgateway/ippool_processor.h"
 #include "pkg/controller/egressgateway/status_processor.h"
+#include "pkg/controller/subcontroller.h"
 #include "pkg/controller/update_filters.h"
-#include "pkg/controllerruntime/controller.h"
 
 namespace egress::controller {
 
-class EgressGatewayController : public controllerruntime::Controller {
+class EgressGatewayController final : public Subcontroller {
  public:
   EgressGatewayController(Options options, Context& ctx);
 
- protected:
+ private:
   Result<Ok, std::string> addEventHandlers() override;
   net::awaitable<controllerruntime::ReconcileResult> reconcile(const std::string& key) override;
 
- private:
   // Read your own writes: the policy as this controller last wrote it, and the versions that
   // write replaced. While the cache still shows one of those, the reconcile starts from the
   // written object instead, so it neither writes the same status again nor conflicts with its
@@ -56,7 +54,6 @@ class EgressGatewayController : public controllerruntime::Controller {
   };
   void useOwnWrite(EgressGatewayPolicyInfo& info);
 
-  Context& ctx_;
   std::map<std::string, Written> written_;
   IPPoolProcessor ipPool_;
   DeploymentProcessor deployment_;

@@ -83,9 +83,6 @@ v1alpha1::IPAMPoolStatus desiredPoolStatus(const v1alpha1::IPAMPool& pool,
   return s;
 }
 
-IPAMPoolController::IPAMPoolController(Options options, Context& ctx)
-    : Controller(std::move(options)), ctx_(ctx) {}
-
 Result<Ok, std::string> IPAMPoolController::addEventHandlers() {
   // A policy's allocation in a pool changed its counts (batched by the egressgateway controller).
   ctx_.pools.connect(enqueuer());

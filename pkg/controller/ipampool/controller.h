@@ -17,21 +17,14 @@
 
 #include <string>
 
-#include "pkg/controller/context.h"
-#include "pkg/controllerruntime/controller.h"
+#include "pkg/controller/subcontroller.h"
 
 namespace egress::controller {
 
-class IPAMPoolController : public controllerruntime::Controller {
- public:
-  IPAMPoolController(Options options, Context& ctx);
-
- protected:
+class IPAMPoolController final : public Subcontroller {
+  using Subcontroller::Subcontroller;
   Result<Ok, std::string> addEventHandlers() override;
   net::awaitable<controllerruntime::ReconcileResult> reconcile(const std::string& key) override;
-
- private:
-  Context& ctx_;
 };
 
 // The status `pool` should have, from the allocator's state (pure; exposed for tests).

@@ -28,9 +28,6 @@ SummaryState summaryState(const v1alpha1::EgressGatewayPolicy& p) {
 
 }  // namespace
 
-OperatorController::OperatorController(Options options, Context& ctx)
-    : Controller(std::move(options)), ctx_(ctx) {}
-
 Result<Ok, std::string> OperatorController::addEventHandlers() {
   auto reg = ctx_.cache.operatorConfigs().addEventHandler(
       controllerruntime::enqueueForObject<v1alpha1::OperatorConfig>(enqueuer()));

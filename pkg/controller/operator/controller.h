@@ -12,21 +12,14 @@
 
 #include <string>
 
-#include "pkg/controller/context.h"
-#include "pkg/controllerruntime/controller.h"
+#include "pkg/controller/subcontroller.h"
 
 namespace egress::controller {
 
-class OperatorController : public controllerruntime::Controller {
- public:
-  OperatorController(Options options, Context& ctx);
-
- protected:
+class OperatorController final : public Subcontroller {
+  using Subcontroller::Subcontroller;
   Result<Ok, std::string> addEventHandlers() override;
   net::awaitable<controllerruntime::ReconcileResult> reconcile(const std::string& key) override;
-
- private:
-  Context& ctx_;
 };
 
 }  // namespace egress::controller
