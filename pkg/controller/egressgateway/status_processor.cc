@@ -65,19 +65,23 @@ net::awaitable<ReconcileResult> StatusProcessor::process(const EgressGatewayPoli
   ctx_.metrics.setPolicy(info.ns, info.name, gatewayShape(current, info.config.get()).replicas,
                          d != nullptr ? d->status.availableReplicas : 0, status.selectedPods,
                          conditionIsTrue(status.conditions, kConditionReady));
-  if (status == current.status) {
+  // A change of the count alone waits for the batch (see the header), unless the apply failed:
+  // then the reconcile's result is the apply's error, retried with backoff, and a requeue of its
+  // own would be dropped with it.
+  const auto last = writtenAt_.find(info.key);
+  const bool batched = applyFailure.empty() && last != writtenAt_.end() &&
+                       onlySelectedPodsDiffer(status, current.status) &&
+                       now - last->second < kSelectedPodsBatch;
+  if (status == current.status || batched) {
     // An invalid policy's addresses taken for a ledger write that failed, whose return after the
     // InvalidSpec write had to wait for the agents (a live one had yet to observe the view
     // without them): this reconcile is the one the agentlease controller queued once they had.
+    // The status records the ledger as it is either way (only the count may differ).
     if (!ledger.assignment && releaseWaits(ctx_, ownerOf(info))) {
       returnUnwritten(ctx_, info, current);
     }
-    co_return ReconcileResult::done();
-  }
-  if (auto last = writtenAt_.find(info.key); last != writtenAt_.end() &&
-                                             onlySelectedPodsDiffer(status, current.status) &&
-                                             now - last->second < kSelectedPodsBatch) {
-    co_return ReconcileResult::requeueAfter(last->second + kSelectedPodsBatch - now);
+    co_return batched ? ReconcileResult::requeueAfter(last->second + kSelectedPodsBatch - now)
+                      : ReconcileResult::done();
   }
   bool written = false;
   auto r = co_await writer.write(std::move(status), "writing status", &written);

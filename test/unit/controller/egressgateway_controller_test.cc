@@ -268,5 +268,20 @@ TEST_F(EgressGatewayControllerTest, AFailedApplyIsReportedOnceByTheStatusStepAft
   EXPECT_THAT(events_, ::testing::UnorderedElementsAre("Normal Allocated", "Warning ApplyFailed"));
 }
 
+// While the apply keeps failing, the reconcile's result is the apply's error (retried with
+// backoff): a change of the count alone is written at once, not left for a requeue that the
+// error would drop.
+TEST_F(EgressGatewayControllerTest, WhileTheApplyFailsACountChangeIsWrittenAtOnce) {
+  refuseDeployments_ = true;
+  start({{"ipampools", {kPoolJson}}, {"operatorconfigs", {kConfigJson}}});
+  ASSERT_EQ(statuses_.size(), 2u) << "the ledger, then what the apply's failure left";
+  modifiedAndReconciled("pods", sourcePodJson("2", "other", 0));
+  ASSERT_EQ(statuses_.size(), 3u);
+  rapidjson::Document d;
+  d.Parse(statuses_.back().c_str());
+  EXPECT_EQ(d["status"]["selectedPods"].GetInt(), 0);
+  EXPECT_EQ(lastCondition(kConditionReady).reason, kReasonApplyFailed);
+}
+
 }  // namespace
 }  // namespace egress::controller
