@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -506,6 +507,35 @@ TEST_F(HelmE2E, OperatorRunsInClusterWithOnlyTheServiceAccountToken) {
   EXPECT_GT(op.writes(), 0);
   EXPECT_EQ(metricSum(op.metrics(), "rest_client_requests_total", {{"code", "401|403"}}), 0)
       << op.metrics();
+
+  // helm upgrade changes the OperatorConfig in place (templates/operatorconfig.yaml): the same
+  // object (its UID), and no policy leaves Ready meanwhile. A watch sees every status the
+  // policies pass through; as a hook the OperatorConfig was deleted and made again, and each
+  // policy went NoOperatorConfig (not Ready) in between.
+  const std::string configUid = field({"operatorconfig", "default"}, ".metadata.uid");
+  ASSERT_FALSE(configUid.empty());
+  std::string watched;
+  std::thread watcher([&] {
+    watched =
+        controlPlane()
+            .kubectl(
+                {"get", "egp", "-n", ns, "--watch", "--request-timeout=25s", "-o",
+                 R"(jsonpath={.metadata.name}={.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="GatewayAvailable")].reason}{"\n"})"})
+            .output;
+  });
+  std::this_thread::sleep_for(2s);  // the watch has listed the policies
+  auto upgraded = helm({"upgrade", kRelease, chartDir(), "-n", kNamespace, "--wait",
+                        "--timeout=180s", "--reuse-values", "--set", "operator.logLevel=debug"});
+  watcher.join();
+  ASSERT_TRUE(upgraded.ok()) << upgraded.output;
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".metadata.uid"), configUid)
+      << "the upgrade replaced the OperatorConfig";
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.defaultPool"), pool);
+  EXPECT_TRUE(contains(watched, "alpha=True/")) << watched;
+  for (const char* lost : {"=False", "NoOperatorConfig"}) {
+    EXPECT_FALSE(contains(watched, lost)) << "a policy left Ready during helm upgrade:\n"
+                                          << watched;
+  }
 
   // What the ServiceAccount may not do, by the API server's authorizer.
   EXPECT_EQ(canI("get", "secrets", kNamespace), "no");
