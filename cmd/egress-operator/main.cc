@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 #include <spdlog/spdlog.h>
 
+#include "pkg/apis/validation/names.h"
 #include "pkg/cli/flag_set.h"
 #include "pkg/controller/controller.h"
 #include "pkg/controllerruntime/manager.h"
@@ -49,6 +51,35 @@ net::awaitable<int> runOperator(egress::controllerruntime::Manager& manager, int
       manager.client().config().server, serviceHost != nullptr ? serviceHost : "");
   manager.add(std::make_unique<egress::controller::MainController>(std::move(options)));
   co_return co_await manager.run();
+}
+
+// The names the flags give the API server, by its rules: the Lease's a DNS-1123 subdomain, the
+// namespaces DNS-1123 labels. Refused here, a wrong one is a message at start, not an operator
+// that never leads (every Lease create refused) or watches no agent Lease. "" or the problem.
+std::string badObjectNames(const egress::controllerruntime::ManagerOptions& options,
+                           const std::string& agentLeaseNamespace) {
+  const auto subdomain = [](const std::string& flag, const std::string& value) -> std::string {
+    auto errors = egress::validation::dns1123SubdomainErrors(value);
+    return errors.empty() ? "" : flag + " \"" + value + "\": " + errors.front();
+  };
+  // A DNS-1123 label is a subdomain of one label, of at most 63 characters.
+  const auto label = [](const std::string& flag, const std::string& value) -> std::string {
+    if (value.empty() || (value.size() <= 63 && value.find('.') == std::string::npos &&
+                          egress::validation::dns1123SubdomainErrors(value).empty())) {
+      return "";
+    }
+    return flag + " \"" + value +
+           "\": a namespace name must be a DNS-1123 label: at most 63 lower case alphanumeric "
+           "characters or '-', starting and ending with an alphanumeric character";
+  };
+  std::string bad;
+  if (options.leaderElect) {
+    bad = subdomain("--leader-election-id", options.leaderElectionId);
+    if (bad.empty()) {
+      bad = label("--leader-election-namespace", options.leaderElectionNamespace);
+    }
+  }
+  return bad.empty() ? label("--agent-lease-namespace", agentLeaseNamespace) : bad;
 }
 
 }  // namespace
@@ -108,8 +139,10 @@ int main(int argc, char** argv) {
                  static_cast<long long>(workers));
     return kExitUsage;
   }
-  if (burst < 0) {
-    std::fprintf(stderr, "egress-operator: --kube-api-burst must not be negative\n");
+  // The REST client's burst is an int (client-go's rest.Config.Burst).
+  if (burst < 0 || burst > std::numeric_limits<int>::max()) {
+    std::fprintf(stderr, "egress-operator: --kube-api-burst must be between 0 and %d, not %lld\n",
+                 std::numeric_limits<int>::max(), static_cast<long long>(burst));
     return kExitUsage;
   }
   if (verbosity < 0) {
@@ -134,6 +167,10 @@ int main(int argc, char** argv) {
   }
   if (auto valid = egress::controllerruntime::validateManagerOptions(managerOptions); !valid) {
     std::fprintf(stderr, "egress-operator: %s\n", valid.error().c_str());
+    return kExitUsage;
+  }
+  if (auto bad = badObjectNames(managerOptions, agentLeaseNamespace); !bad.empty()) {
+    std::fprintf(stderr, "egress-operator: %s\n", bad.c_str());
     return kExitUsage;
   }
   egress::log::configure(logOptions);

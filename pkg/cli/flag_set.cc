@@ -1,8 +1,10 @@
 #include "pkg/cli/flag_set.h"
 
-#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <string_view>
+#include <utility>
 
 namespace egress::cli {
 
@@ -137,50 +139,99 @@ std::string FlagSet::usage() const {
 }
 
 bool parseDuration(const std::string& text, std::chrono::milliseconds& out) {
+  // Go's time.ParseDuration without the sign (no flag here takes a negative duration): "0", or
+  // one or more <number><unit>, the number digits with an optional fraction ("1.5", "1.",
+  // ".5"), the unit ns, us (or µs, μs), ms, s, m or h. Summed in whole nanoseconds as Go does,
+  // and refused where Go's would overflow (past 2562047h47m16.854775807s).
   if (text == "0") {
     out = std::chrono::milliseconds(0);
     return true;
   }
-  double totalMs = 0;
-  size_t i = 0;
   if (text.empty()) {
     return false;
   }
-  while (i < text.size()) {
+  constexpr uint64_t kLimit = uint64_t{1} << 63;
+  static constexpr std::pair<std::string_view, uint64_t> kUnits[] = {
+      {"ns", 1},          {"us", 1'000},        {"\u00b5s", 1'000},  // µs, the micro sign
+      {"\u03bcs", 1'000},                                            // μs, the Greek mu
+      {"ms", 1'000'000},  {"s", 1'000'000'000}, {"m", 60'000'000'000}, {"h", 3'600'000'000'000},
+  };
+  const auto isDigit = [](char c) { return c >= '0' && c <= '9'; };
+  std::string_view s = text;
+  uint64_t totalNs = 0;
+  while (!s.empty()) {
+    if (s.front() != '.' && !isDigit(s.front())) {
+      return false;
+    }
+    // The whole part (Go's leadingInt): an overflow is an error.
+    size_t i = 0;
+    uint64_t whole = 0;
+    for (; i < s.size() && isDigit(s[i]); ++i) {
+      if (whole > kLimit / 10) {
+        return false;
+      }
+      whole = whole * 10 + static_cast<uint64_t>(s[i] - '0');
+      if (whole > kLimit) {
+        return false;
+      }
+    }
+    const bool digitsBefore = i > 0;
+    // The fraction (Go's leadingFraction): digits past what fits are ignored.
+    uint64_t fraction = 0;
+    double scale = 1;
+    bool digitsAfter = false;
+    if (i < s.size() && s[i] == '.') {
+      bool full = false;
+      for (++i; i < s.size() && isDigit(s[i]); ++i) {
+        digitsAfter = true;
+        if (full || fraction > (kLimit - 1) / 10) {
+          full = true;
+          continue;
+        }
+        fraction = fraction * 10 + static_cast<uint64_t>(s[i] - '0');
+        scale *= 10;
+      }
+    }
+    if (!digitsBefore && !digitsAfter) {
+      return false;
+    }
+    // The unit: everything up to the next number.
     size_t j = i;
-    while (j < text.size() &&
-           (std::isdigit(static_cast<unsigned char>(text[j])) != 0 || text[j] == '.')) {
+    while (j < s.size() && s[j] != '.' && !isDigit(s[j])) {
       ++j;
     }
-    if (j == i) {
+    const std::string_view unit = s.substr(i, j - i);
+    s.remove_prefix(j);
+    uint64_t perUnit = 0;
+    for (const auto& [name, ns] : kUnits) {
+      if (unit == name) {
+        perUnit = ns;
+      }
+    }
+    if (perUnit == 0 || whole > kLimit / perUnit) {
       return false;
     }
-    double number = 0;
-    const auto [end, ec] = std::from_chars(text.data() + i, text.data() + j, number);
-    if (ec != std::errc() || end != text.data() + j) {
+    uint64_t ns = whole * perUnit;
+    if (fraction > 0) {
+      // As Go: float64 keeps a fraction of an hour accurate to the nanosecond.
+      ns += static_cast<uint64_t>(static_cast<double>(fraction) *
+                                  (static_cast<double>(perUnit) / scale));
+      if (ns > kLimit) {
+        return false;
+      }
+    }
+    totalNs += ns;
+    if (totalNs > kLimit - 1) {
       return false;
     }
-    size_t k = j;
-    while (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k])) != 0) {
-      ++k;
-    }
-    const std::string unit = text.substr(j, k - j);
-    double scale = 0;
-    if (unit == "ms") {
-      scale = 1;
-    } else if (unit == "s") {
-      scale = 1000;
-    } else if (unit == "m") {
-      scale = 60'000;
-    } else if (unit == "h") {
-      scale = 3'600'000;
-    } else {
-      return false;
-    }
-    totalMs += number * scale;
-    i = k;
   }
-  out = std::chrono::milliseconds(static_cast<int64_t>(std::llround(totalMs)));
+  // To the nearest millisecond, the resolution of every duration here; but never from a
+  // positive duration to 0, which the flags read as "off" or refuse ("10ns" is 1ms).
+  auto ms = static_cast<int64_t>((totalNs + 500'000) / 1'000'000);
+  if (ms == 0 && totalNs > 0) {
+    ms = 1;
+  }
+  out = std::chrono::milliseconds(ms);
   return true;
 }
 

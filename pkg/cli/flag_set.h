@@ -58,7 +58,9 @@ class FlagSet {
   std::string definitionError_;
 };
 
-// Parses a Go duration string ("1h2m3.5s", "250ms"); false if malformed.
+// Parses a Go duration string ("1h2m3.5s", "250ms", "1.5h", "10ns") as time.ParseDuration
+// does, to the nearest millisecond (a positive one to at least 1ms); false if malformed,
+// signed or beyond Go's range (2562047h47m16.854775807s).
 bool parseDuration(const std::string& text, std::chrono::milliseconds& out);
 std::string formatDuration(std::chrono::milliseconds d);
 

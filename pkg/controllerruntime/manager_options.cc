@@ -1,5 +1,8 @@
 #include "pkg/controllerruntime/manager_options.h"
 
+#include <string>
+#include <utility>
+
 #include "pkg/controllerruntime/bind_address.h"
 
 namespace egress::controllerruntime {
@@ -39,11 +42,35 @@ void addManagerFlags(cli::FlagSet& flags, ManagerOptions& options) {
 }
 
 Result<Ok, std::string> validateManagerOptions(const ManagerOptions& options) {
-  if (auto metrics = parseBindAddress(options.metricsBindAddress); !metrics) {
+  auto metrics = parseBindAddress(options.metricsBindAddress);
+  if (!metrics) {
     return "--metrics-bind-address: " + metrics.error();
   }
-  if (auto probes = parseBindAddress(options.healthProbeBindAddress); !probes) {
+  auto probes = parseBindAddress(options.healthProbeBindAddress);
+  if (!probes) {
     return "--health-probe-bind-address: " + probes.error();
+  }
+  // Two listeners on one port: the second bind would fail at start, after the flags.
+  if (*metrics && *probes && (*metrics)->port != 0 && (*metrics)->port == (*probes)->port &&
+      (!(*metrics)->host || !(*probes)->host || (*metrics)->host == (*probes)->host)) {
+    return "--metrics-bind-address and --health-probe-bind-address must not share port " +
+           std::to_string((*metrics)->port);
+  }
+  // Every duration becomes a deadline, steady_clock::now() + it in int64 nanoseconds: within
+  // this cap that cannot overflow (Go's time.Duration, which parseDuration allows, reaches
+  // 2562047h, and a clock that has run for years would overflow past it).
+  for (const auto& [flag, value] :
+       {std::pair<const char*, std::chrono::milliseconds>{"--leader-elect-lease-duration",
+                                                          options.leaseDuration},
+        {"--leader-elect-renew-deadline", options.renewDeadline},
+        {"--leader-elect-retry-period", options.retryPeriod},
+        {"--graceful-shutdown-timeout", options.gracefulShutdownTimeout},
+        {"--cache-sync-timeout", options.cacheSyncTimeout},
+        {"--sync-period", options.syncPeriod},
+        {"--heap-release-period", options.heapReleasePeriod}}) {
+    if (value > kMaxDuration) {
+      return std::string(flag) + " must be at most " + cli::formatDuration(kMaxDuration);
+    }
   }
   if (options.cacheSyncTimeout.count() <= 0) {
     return std::string("--cache-sync-timeout must be greater than zero");

@@ -56,9 +56,13 @@ struct ManagerOptions {
 // writing into `options` (which must outlive the parse).
 void addManagerFlags(cli::FlagSet& flags, ManagerOptions& options);
 
-// What the flags cannot check on their own: bind addresses, positive timeouts, a lease name,
-// and (with --leader-elect) client-go's rules for the three durations. Ok or the first problem,
-// naming its flag.
+// The longest duration any option may have (about 114 years), so that a deadline that far
+// ahead still fits steady_clock's int64 nanoseconds.
+inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(1'000'000);
+
+// What the flags cannot check on their own: bind addresses (two servers never on one port),
+// positive timeouts, durations within kMaxDuration, a lease name, and (with --leader-elect)
+// client-go's rules for the three durations. Ok or the first problem, naming its flag.
 Result<Ok, std::string> validateManagerOptions(const ManagerOptions& options);
 
 }  // namespace egress::controllerruntime

@@ -1,5 +1,7 @@
 #include "pkg/cli/flag_set.h"
 
+#include <optional>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -97,6 +99,47 @@ TEST(Duration, ParsesAndFormatsGoDurations) {
   EXPECT_EQ(formatDuration(std::chrono::milliseconds(15000)), "15s");
   EXPECT_EQ(formatDuration(std::chrono::milliseconds(120000)), "2m");
   EXPECT_EQ(formatDuration(std::chrono::milliseconds(1500)), "1500ms");
+}
+
+// Every form Go's time.ParseDuration takes (values.schema.json's duration patterns are a subset),
+// to the nearest millisecond; sub-millisecond ones never become 0 ("off" for --sync-period);
+// what Go refuses, overflow included, is refused.
+TEST(Duration, TakesWhatGoTakes) {
+  const auto ms = [](const std::string& text) -> std::optional<int64_t> {
+    std::chrono::milliseconds d{-7};
+    if (!parseDuration(text, d)) {
+      return std::nullopt;
+    }
+    return d.count();
+  };
+  EXPECT_EQ(ms("1h30m"), 5'400'000);
+  EXPECT_EQ(ms("1.5h"), 5'400'000);
+  EXPECT_EQ(ms("0.5s"), 500);
+  EXPECT_EQ(ms("1.s"), 1000);
+  EXPECT_EQ(ms(".5s"), 500);
+  EXPECT_EQ(ms("1m1h"), 3'660'000);  // Go takes the units in any order, repeated too
+  EXPECT_EQ(ms("0s"), 0);
+  EXPECT_EQ(ms("0h0m0.000s"), 0);
+  EXPECT_EQ(ms("2500us"), 3);             // 2.5ms, to the nearest
+  EXPECT_EQ(ms("2400\u00b5s"), 2);        // µs, the micro sign
+  EXPECT_EQ(ms("1500000\u03bcs"), 1500);  // μs, the Greek mu
+  EXPECT_EQ(ms("1000000000ns"), 1000);
+  EXPECT_EQ(ms("10ns"), 1);
+  EXPECT_EQ(ms("1ns"), 1);
+  EXPECT_EQ(ms("0.001ms"), 1);
+  EXPECT_EQ(ms("0.0000001ms"), 0);                           // under a nanosecond, 0 in Go too
+  EXPECT_EQ(ms("1.0000000000000000000000001h"), 3'600'000);  // below a nanosecond: nothing
+  // Go's largest duration, and just past it.
+  EXPECT_EQ(ms("2562047h47m16.854775807s"), 9'223'372'036'855);
+  EXPECT_EQ(ms("9223372036854775807ns"), 9'223'372'036'855);
+  EXPECT_EQ(ms("9223372036854775808ns"), std::nullopt);
+  EXPECT_EQ(ms("2562048h"), std::nullopt);
+  EXPECT_EQ(ms("2562047h2562047h"), std::nullopt);
+  EXPECT_EQ(ms("99999999999999999999h"), std::nullopt);
+  for (const char* bad : {"", "5", "5d", "h", ".s", "1.2.3s", "-1s", "+1s", "1s ", " 1s", "1S",
+                          "1hh", "1e3s", "0x10s", "1_000s"}) {
+    EXPECT_EQ(ms(bad), std::nullopt) << bad;
+  }
 }
 
 }  // namespace

@@ -98,5 +98,39 @@ TEST(ManagerOptionsTest, InvalidValuesNameTheirFlag) {
   EXPECT_TRUE(validateManagerOptions(options));
 }
 
+// Two servers on one port would fail to bind at start: refused with the flags, unless one is
+// off, on port 0 (the kernel picks) or on another address. Durations past kMaxDuration, whose
+// deadlines would overflow the clock, are refused; kMaxDuration itself is not.
+TEST(ManagerOptionsTest, SharedPortsAndOverlongDurationsAreRefused) {
+  const auto check = [](const char* metrics, const char* probes) {
+    ManagerOptions options;
+    options.metricsBindAddress = metrics;
+    options.healthProbeBindAddress = probes;
+    return validateManagerOptions(options);
+  };
+  EXPECT_THAT(check(":8080", ":8080").error(), HasSubstr("must not share port 8080"));
+  EXPECT_THAT(check(":8080", "127.0.0.1:8080").error(), HasSubstr("must not share port 8080"));
+  EXPECT_THAT(check("[::1]:9000", "[::1]:9000").error(), HasSubstr("must not share port 9000"));
+  EXPECT_TRUE(check("127.0.0.1:8080", "127.0.0.2:8080"));
+  EXPECT_TRUE(check(":0", ":0"));
+  EXPECT_TRUE(check("0", ":8081"));
+  EXPECT_TRUE(check(":1", ":65535"));
+
+  ManagerOptions options;
+  ASSERT_EQ(parse(options, {"--graceful-shutdown-timeout=1000000h", "--sync-period=1000000h",
+                            "--cache-sync-timeout=1000000h"}),
+            "");
+  EXPECT_TRUE(validateManagerOptions(options));
+  for (const char* flag : {"--leader-elect-lease-duration", "--leader-elect-renew-deadline",
+                           "--leader-elect-retry-period", "--graceful-shutdown-timeout",
+                           "--cache-sync-timeout", "--sync-period", "--heap-release-period"}) {
+    options = {};
+    const std::string arg = std::string(flag) + "=1000000h1ms";
+    ASSERT_EQ(parse(options, {arg.c_str()}), "") << flag;
+    EXPECT_THAT(validateManagerOptions(options).error(),
+                HasSubstr(std::string(flag) + " must be at most 1000000h"));
+  }
+}
+
 }  // namespace
 }  // namespace egress::controllerruntime
