@@ -236,20 +236,16 @@ Result<int, std::string> Agent::apply(const dataplane::DesiredState& want) {
   } else {
     changes += *sysctlsSet;
   }
-  // The tunnel filter's counts up to now: a replaced table starts its counters at 0.
+  // The counts up to now: a replaced table starts its counters at 0.
   if (auto before = nft_->counters(want.kernel.nft.name)) {
-    metrics_.tunnelDrops(*before);
+    metrics_.kernelCounts(*before);
   }
   auto nft = nft_->apply(want.kernel.nft);
   if (!nft) {
     return unexpected(nft.error());
   }
   changes += *nft ? 1 : 0;
-  if (*nft) {
-    metrics_.tunnelDrops({{dataplane::kTunnelNotNode, 0},
-                          {dataplane::kTunnelFromPod, 0},
-                          {dataplane::kTunnelForged, 0}});
-  }
+  metrics_.tableApplied(want.kernel.nft.egressIPs, *nft);
   auto routes = routing_->apply(want.kernel.rules, want.kernel.routes);
   if (!routes) {
     return unexpected(routes.error());

@@ -38,27 +38,80 @@ AgentMetrics::AgentMetrics(prometheus::Registry& r)
                               "address that is no node's (not-a-node), to a node's tunnel port "
                               "from a pod (from-a-pod), or delivered by the tunnel with a source "
                               "that is no source pod of the sending node (forged-source).")
+                        .Register(r)),
+      egressPackets_(&prometheus::BuildCounter()
+                          .Name("egw_agent_egress_packets_total")
+                          .Help("Packets that left this node with an egress IP it holds, by the "
+                                "policy the address is of (the kernel's count, from when the "
+                                "agent's table was made).")
+                          .Register(r)),
+      egressBytes_(&prometheus::BuildCounter()
+                        .Name("egw_agent_egress_bytes_total")
+                        .Help("Bytes (IP packets, headers included) that left this node with an "
+                              "egress IP it holds, by the policy the address is of.")
                         .Register(r)) {
   for (const char* reason : {"not-a-node", "from-a-pod", "forged-source"}) {
     tunnelDrops_->Add({{"reason", reason}});
   }
 }
 
-void AgentMetrics::tunnelDrops(const std::map<std::string, uint64_t>& counters) {
+void AgentMetrics::kernelCounts(const std::map<std::string, dataplane::NftCount>& counters) {
   static const std::map<std::string, std::string> kReasons = {
       {dataplane::kTunnelNotNode, "not-a-node"},
       {dataplane::kTunnelFromPod, "from-a-pod"},
       {dataplane::kTunnelForged, "forged-source"}};
-  for (const auto& [name, reason] : kReasons) {
-    auto it = counters.find(name);
-    if (it == counters.end()) {
+  // Since the last call; a count below the last is a table made since (tableApplied missed it,
+  // e.g. another process replaced it): taken whole.
+  auto added = [&](const std::string& name, const dataplane::NftCount& now) {
+    dataplane::NftCount& last = lastCounts_[name];
+    const bool reset = now.packets < last.packets || now.bytes < last.bytes;
+    const dataplane::NftCount delta =
+        reset ? now : dataplane::NftCount{now.packets - last.packets, now.bytes - last.bytes};
+    last = now;
+    return delta;
+  };
+  for (const auto& [name, count] : counters) {
+    if (auto reason = kReasons.find(name); reason != kReasons.end()) {
+      tunnelDrops_->Add({{"reason", reason->second}})
+          .Increment(static_cast<double>(added(name, count).packets));
+    } else if (auto series = egress_.find(name); series != egress_.end()) {
+      const auto delta = added(name, count);
+      series->second.packets->Increment(static_cast<double>(delta.packets));
+      series->second.bytes->Increment(static_cast<double>(delta.bytes));
+    }
+  }
+}
+
+void AgentMetrics::tableApplied(const std::vector<dataplane::NftEgressIP>& egressIPs,
+                                bool replaced) {
+  if (replaced) {
+    lastCounts_.clear();
+  }
+  std::map<std::string, EgressSeries> now;
+  for (const auto& e : egressIPs) {
+    if (!e.held) {
       continue;
     }
-    uint64_t& last = lastTunnelCounts_[name];
-    const uint64_t added = it->second >= last ? it->second - last : it->second;
-    last = it->second;
-    tunnelDrops_->Add({{"reason", reason}}).Increment(static_cast<double>(added));
+    const std::string name = dataplane::egressCounter(e.ip);
+    if (auto had = egress_.find(name); had != egress_.end() && had->second.policy == e.policy) {
+      now.emplace(name, had->second);
+      egress_.erase(had);
+      continue;
+    }
+    const auto slash = e.policy.find('/');
+    const std::map<std::string, std::string> labels = {
+        {"namespace", e.policy.substr(0, slash)},
+        {"policy", slash == std::string::npos ? "" : e.policy.substr(slash + 1)},
+        {"egress_ip", e.ip.toString()}};
+    now.emplace(name,
+                EgressSeries{e.policy, &egressPackets_->Add(labels), &egressBytes_->Add(labels)});
   }
+  for (const auto& [name, gone] : egress_) {
+    egressPackets_->Remove(gone.packets);
+    egressBytes_->Remove(gone.bytes);
+    lastCounts_.erase(name);
+  }
+  egress_ = std::move(now);
 }
 
 void AgentMetrics::syncSucceeded(int policies, int heldIPs, double unixSeconds, int changes) {

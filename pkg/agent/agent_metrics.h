@@ -3,17 +3,21 @@
 // What egw-agent reports on /metrics (the Manager's registry): how many policies and egress IPs
 // it has programmed, how many syncs failed, when the last one succeeded, how many gratuitous
 // ARP / unsolicited NA packets it sent, whether it is fenced (its own Lease is stale), and what
-// the tunnel filter dropped, by reason.
+// the tunnel filter dropped, by reason, and what left with each egress IP this node holds, by
+// policy.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
+
+#include "pkg/dataplane/nft_ruleset.h"
 
 namespace egress::agent {
 
@@ -26,10 +30,13 @@ class AgentMetrics {
   void announced(int packets);
   void setFenced(bool fenced);
   void forgotConnections(size_t entries);
-  // The tunnel filter's counters as the kernel has them now (name -> packets, nft_ruleset.h):
-  // what they counted since the last call is added. A table replaced since starts its counters
-  // at 0; that is seen as a count below the last and taken whole.
-  void tunnelDrops(const std::map<std::string, uint64_t>& counters);
+  // The table's named counters as the kernel has them now (nft_ruleset.h): what each counted
+  // since the last call is added, the tunnel filter's by reason, the egress IPs' by the policy
+  // and address tableApplied() last named. Read it just before the table may be replaced.
+  void kernelCounts(const std::map<std::string, dataplane::NftCount>& counters);
+  // The table as applied (`replaced`: made anew, its counters at 0): the egress IPs it counts
+  // for, by policy. Series of addresses no longer held here go.
+  void tableApplied(const std::vector<dataplane::NftEgressIP>& egressIPs, bool replaced);
 
  private:
   prometheus::Gauge* policies_;
@@ -40,8 +47,17 @@ class AgentMetrics {
   prometheus::Counter* garps_;
   prometheus::Gauge* fenced_;
   prometheus::Counter* forgotten_;
+  struct EgressSeries {
+    std::string policy;  // "namespace/policy"
+    prometheus::Counter* packets = nullptr;
+    prometheus::Counter* bytes = nullptr;
+  };
+
   prometheus::Family<prometheus::Counter>* tunnelDrops_;
-  std::map<std::string, uint64_t> lastTunnelCounts_;
+  prometheus::Family<prometheus::Counter>* egressPackets_;
+  prometheus::Family<prometheus::Counter>* egressBytes_;
+  std::map<std::string, EgressSeries> egress_;  // by counter name
+  std::map<std::string, dataplane::NftCount> lastCounts_;
 };
 
 }  // namespace egress::agent

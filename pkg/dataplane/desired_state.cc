@@ -171,6 +171,7 @@ class Computer {
         continue;
       }
       marks_[e] = markValue(config_.markMask, next++);
+      owners_[e] = key;
     }
   }
 
@@ -299,7 +300,7 @@ class Computer {
     t.refuseMark = refuseMark_;
     t.symmetricReply = config_.symmetricReply;
     for (const auto& [e, mark] : marks_) {
-      t.egressIPs.push_back({e, mark, heldHere(e)});
+      t.egressIPs.push_back({e, mark, heldHere(e), owners_.at(e)});
     }
     std::vector<Prefix> inCluster = view_.clusterCIDRs;
     for (const auto& n : view_.nodes) {
@@ -474,6 +475,7 @@ class Computer {
   std::map<std::string, Peer> peers_;
   std::set<std::string> live_;
   std::map<Address, uint32_t> marks_;
+  std::map<Address, std::string> owners_;  // the key of the policy each marked address is of
   std::map<Address, std::string> holder_;
   std::vector<SourceView> replySources_;
   uint32_t replyMark_ = 0;

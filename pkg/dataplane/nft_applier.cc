@@ -75,7 +75,7 @@ Result<Ok, std::string> NftApplier::removeFence() {
   return Ok{};
 }
 
-Result<std::map<std::string, uint64_t>, std::string> NftApplier::counters(
+Result<std::map<std::string, NftCount>, std::string> NftApplier::counters(
     const std::string& tableName) {
   // Its counters only: the whole table would be every set element of every policy, each sync.
   auto listing = run("list counters table inet " + tableName);
@@ -87,15 +87,15 @@ Result<std::map<std::string, uint64_t>, std::string> NftApplier::counters(
   if (d.HasParseError() || !d.IsObject() || !d.HasMember("nftables") || !d["nftables"].IsArray()) {
     return unexpected(std::string("listing table ") + tableName + ": not the JSON expected");
   }
-  std::map<std::string, uint64_t> out;
+  std::map<std::string, NftCount> out;
   for (const auto& item : d["nftables"].GetArray()) {
     if (!item.IsObject() || !item.HasMember("counter") || !item["counter"].IsObject()) {
       continue;
     }
     const auto& c = item["counter"];
     if (c.HasMember("name") && c["name"].IsString() && c.HasMember("packets") &&
-        c["packets"].IsUint64()) {
-      out[c["name"].GetString()] = c["packets"].GetUint64();
+        c["packets"].IsUint64() && c.HasMember("bytes") && c["bytes"].IsUint64()) {
+      out[c["name"].GetString()] = {c["packets"].GetUint64(), c["bytes"].GetUint64()};
     }
   }
   return out;

@@ -40,8 +40,8 @@ class NftApplier {
   Result<Ok, std::string> applyFence(const FenceState& state);
   // Removes the fence tables; succeeds when there are none.
   Result<Ok, std::string> removeFence();
-  // The packets each named counter of the table has counted since the table was made.
-  Result<std::map<std::string, uint64_t>, std::string> counters(const std::string& tableName);
+  // What each named counter of the table has counted since the table was made.
+  Result<std::map<std::string, NftCount>, std::string> counters(const std::string& tableName);
 
  private:
   Result<std::string, std::string> run(const std::string& commands);

@@ -280,7 +280,7 @@ class Builder {
     });
   }
 
-  void counterObject(const char* name) {
+  void counterObject(const std::string& name) {
     command("add", [&] {
       w_.StartObject();
       common("counter", name);
@@ -290,10 +290,10 @@ class Builder {
   }
 
   // The named counter `name` counts the packet.
-  void countAs(const char* name) {
+  void countAs(const std::string& name) {
     w_.StartObject();
     w_.Key("counter");
-    w_.String(name);
+    e_.str(name);
     w_.EndObject();
   }
 
@@ -396,6 +396,11 @@ class Builder {
     }
     for (const char* c : {kTunnelNotNode, kTunnelFromPod, kTunnelForged}) {
       counterObject(c);
+    }
+    for (const auto& eip : t_.egressIPs) {
+      if (eip.held) {
+        counterObject(egressCounter(eip.ip));
+      }
     }
     auto udpToTunnel = [&] {
       e_.match(
@@ -556,6 +561,26 @@ class Builder {
       });
     }
 
+    // What leaves with each egress IP held here, after the guard (so only what really leaves)
+    // and after NAT (so every packet of a connection carries the egress IP, not only the first,
+    // which alone passes the NAT chains): the agent's per-policy counters.
+    chain("account", "filter", "postrouting", 102);
+    for (const auto& eip : t_.egressIPs) {
+      if (!eip.held) {
+        continue;
+      }
+      rule("account", "", [&] {
+        e_.match(
+            "==", [&] { e_.meta("nfproto"); },
+            [&] { w_.String(eip.ip.family == ipam::Family::kIPv4 ? "ipv4" : "ipv6"); });
+        e_.matchName("!=", "oifname", tun);
+        e_.match(
+            "==", [&] { e_.payload(proto(eip.ip.family), "saddr"); },
+            [&] { e_.str(eip.ip.toString()); });
+        countAs(egressCounter(eip.ip));
+      });
+    }
+
     chain("unmark", "filter", "postrouting", 110);
     rule("unmark", "", [&] {
       e_.matchName("==", "oifname", tun);
@@ -667,6 +692,13 @@ std::string removeNftJson(const std::string& tableName) {
   NftTable t;
   t.name = tableName;
   return document(t, true, "", false);
+}
+
+std::string egressCounter(const ipam::Address& ip) {
+  std::string name = "egress_" + ip.toString();
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return c == '.' || c == ':'; }, '_');
+  return name;
 }
 
 std::string NftTable::toString() const {

@@ -16,6 +16,8 @@
 //             held here by its mark, ports preserved (no fully-random: a connection survives a
 //             move of its IP).
 //   guard     postrouting, srcnat+1: drops tunnel traffic leaving un-SNATed.
+//   account   postrouting, srcnat+2: counts what leaves with each egress IP held here (named
+//             counter egress_<address>, '.' and ':' as '_'), for the agent's per-policy metrics.
 //   unmark    postrouting, srcnat+10: clears our mark bits on packets into the tunnel, else the
 //             outer packet inherits the mark and is routed into the tunnel again.
 //   forward   no tunnel-to-tunnel forwarding; TCP MSS clamped to the tunnel's MTU; UDP to a
@@ -61,7 +63,8 @@ struct NftTunnelSource {
 struct NftEgressIP {
   ipam::Address ip;
   uint32_t mark = 0;
-  bool held = false;  // held on this node: SNAT to it
+  bool held = false;   // held on this node: SNAT to it
+  std::string policy;  // "namespace/policy": whose traffic its counter counts (not in the table)
 };
 
 struct NftTable {
@@ -95,6 +98,15 @@ NftJson renderNftJson(const NftTable& table);
 inline constexpr const char* kTunnelNotNode = "tunnel_not_node";
 inline constexpr const char* kTunnelFromPod = "tunnel_from_pod";
 inline constexpr const char* kTunnelForged = "tunnel_forged";
+
+// What a named counter of the table has counted.
+struct NftCount {
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+};
+
+// The named counter of what leaves with egress IP `ip` held on this node.
+std::string egressCounter(const ipam::Address& ip);
 
 // The transaction that removes the table (and succeeds when there is none).
 std::string removeNftJson(const std::string& tableName);
