@@ -64,8 +64,11 @@ lint: deps configure
 format:
 	git ls-files '*.h' '*.cc' | xargs clang-format -i
 
-demo: testenv build
-	hack/demo.sh $(BUILD_DIR)
+# What it needs and how long a first run takes, before the (long) first build.
+demo:
+	@hack/demo.sh --intro
+	@$(MAKE) --no-print-directory testenv build
+	EGW_DEMO_INTRO=shown hack/demo.sh $(BUILD_DIR)
 
 bench: testenv build
 	hack/bench.sh $(BUILD_DIR)

@@ -1,17 +1,54 @@
 #!/usr/bin/env bash
-# `make demo`: starts the local control plane (hack/testenv/up.sh), shows it, and keeps it up
-# until Ctrl-C; everything is torn down on exit. It installs the CRDs and the examples, runs the
-# operator (this build's egress-operator) against it, and shows what it did as a user would look:
-# `kubectl get ipp,egp -A` (every example policy Ready with its egress IPs, the pools' usage), the
-# gateway Deployments Available with their pods' egress IPs, the data-plane view (the
-# cluster-scoped EgressPolicySlices) following a policy's source pods, an invalid policy's
-# condition and event, Events and a /metrics excerpt. Not on a
-# terminal (CI, a pipe) it exits at once; else it stays up until Ctrl-C. Either way it cleans up.
-# Usage: hack/demo.sh [BUILD_DIR]
+# `make demo`: the product on this machine, in two parts; everything is torn down on exit.
+#  1. Packets (egw-demo, test/e2e/demo_main.cc): on the embedded control plane, three nodes and
+#     their pods in network namespaces of a private `unshare -m -n` (as dataplane_e2e_test builds
+#     them), the real egress-operator and one real egw-agent per node, and an external echo
+#     server that answers with the source address it saw. It prints what that server saw of a
+#     selected pod (the egress IP) and of an other pod (its node's address), which node holds
+#     each egress IP, then kills the holder node (agent SIGKILLed, link cut) and shows the
+#     address move with a held connection still alive.
+#  2. Bookkeeping: starts the local control plane (hack/testenv/up.sh), installs the CRDs and the
+#     examples, runs the operator (this build's egress-operator) against it, and shows what it
+#     did as a user would look: `kubectl get ipp,egp -A` (every example policy Ready with its
+#     egress IPs, the pools' usage), the gateway Deployments Available with their pods' egress
+#     IPs, the data-plane view (the cluster-scoped EgressPolicySlices) following a policy's
+#     source pods, an invalid policy's condition and event, Events and a /metrics excerpt.
+# Not on a terminal (CI, a pipe) it exits after both parts; else the second part's control plane
+# stays up until Ctrl-C. Either way it cleans up. test/e2e/demo_test.sh runs it that way.
+# Usage: hack/demo.sh [BUILD_DIR]   or   hack/demo.sh --intro (what it needs and takes; `make
+# demo` prints it before it builds anything, then runs the demo with EGW_DEMO_INTRO=shown).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source hack/testenv/lib.sh
 build=${1:-build}
+
+if [ "${EGW_DEMO_INTRO:-}" != shown ]; then
+cat <<'EOF'
+make demo: the egress gateway operator on this machine, packets first, then its bookkeeping.
+  It needs root: it makes network namespaces and runs egw-agent with NET_ADMIN in them (and a
+  first run installs Debian packages). A first `make demo` spends most of its time before this
+  line: it builds the control plane from Debian's kubernetes source (about 10 minutes on 2
+  cores, cached outside the repo) and compiles the project (about 30 minutes on 2 cores). The
+  demo itself then takes under 2 minutes: about a minute of packets, 40 s of bookkeeping.
+EOF
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "hack/demo.sh: run it as root (sudo make demo): network namespaces need it" >&2
+  exit 1
+fi
+[ "$build" = --intro ] && exit 0
+demo="$build/test/e2e/egw-demo"
+if [ ! -x "$demo" ]; then
+  echo "hack/demo.sh: no $demo; build it first: cmake --build $build --target egw-demo" >&2
+  exit 1
+fi
+
+echo
+echo "######## Part 1: packets through the real operator and egw-agent processes"
+"$demo"
+
+echo
+echo "######## Part 2: the operator's bookkeeping, on a local control plane with the examples"
+source hack/testenv/lib.sh
 
 env_out=$(hack/testenv/up.sh --nodes 3 --owner-pid $$ --kubelet "$(testenv_kubelet "$build")")
 eval "$env_out"

@@ -6,8 +6,8 @@
 // (test/unit/dataplane/packets/topology.sh: an underlay bridge, node namespaces egress-node-1..3
 // with a flannel-like VXLAN CNI and its MASQUERADE, the external echo server that answers with
 // the address it saw), this namespace itself on the underlay as 192.168.50.1 where the API server
-// listens, and one egw-agent per node namespace (`ip netns
-// exec`), not a dry run.
+// listens, and one egw-agent per node namespace (`ip netns exec`), not a dry run. The fixture
+// builds it with DataplaneCluster (dataplane_cluster.h), which `make demo` (egw-demo) shares.
 //
 // The Nodes are the test kubelet's (it names them egress-node-<i>; the test gives them their
 // underlay InternalIPs, which the kubelet never rewrites), and the topology follows the pod IPs
@@ -22,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -29,16 +30,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
 
 #include "pkg/dataplane/nft_applier.h"
+#include "test/e2e/dataplane_cluster.h"
 #include "test/e2e/operator_helpers.h"
 #include "test/e2e/testenv/child_process.h"
 #include "test/e2e/testenv/environment.h"
-#include "test/testutil/temp_dir.h"
 #include "test/unit/dataplane/kernel_test_util.h"
 #include <arpa/inet.h>
-#include <unistd.h>
 
 namespace egress::e2e {
 namespace {
@@ -51,58 +50,31 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-constexpr const char* kApiAddress = "192.168.50.1";
-constexpr const char* kNs = "egw-dp";
-constexpr const char* kLeaseNs = "egw-dp-agents";
-constexpr const char* kGatewayLabel = "egw-e2e/gateway";
-constexpr const char* kEchoLog = "/run/netns/echo-peers.log";
+constexpr const char* kApiAddress = DataplaneCluster::kApiAddress;
+constexpr const char* kNs = DataplaneCluster::kNamespace;
+constexpr const char* kLeaseNs = DataplaneCluster::kLeaseNamespace;
+constexpr const char* kGatewayLabel = DataplaneCluster::kGatewayLabel;
+constexpr const char* kEchoLog = DataplaneCluster::kEchoLog;
 const std::string kPackets = EGRESS_PACKETS_DIR;
 
 // Before main(): environment.cc's main starts the control plane, which must run in the private
 // namespace with the test. The listing (ctest, --gtest_list_tests) needs none of it.
 const bool kInPrivateNamespace = [] {
   std::ifstream in("/proc/self/cmdline");
-  std::vector<std::string> args;
   for (std::string a; std::getline(in, a, '\0');) {
-    args.push_back(a);
-  }
-  for (const auto& a : args) {
     if (a.starts_with("--gtest_list_tests")) {
       return false;
     }
   }
-  if (std::getenv("EGW_IN_NETNS") != nullptr) {
-    return std::system("ip link set lo up") == 0;
-  }
-  setenv("EGW_IN_NETNS", "1", 1);
-  setenv("EGRESS_TESTENV_NODES", "3", 1);
-  setenv("EGRESS_TESTENV_ADVERTISE_ADDRESS", kApiAddress, 1);
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) {
-    std::_Exit(2);
-  }
-  self[n] = '\0';
-  std::vector<std::string> cmd{"unshare", "-m", "-n", "--", self};
-  cmd.insert(cmd.end(), args.begin() + (args.empty() ? 0 : 1), args.end());
-  std::vector<char*> argv;
-  for (auto& a : cmd) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
-  execvp("unshare", argv.data());
-  std::perror("exec unshare");  // unshare is util-linux (hack/install-deps.sh)
-  std::_Exit(2);
+  return DataplaneCluster::reexecInPrivateNamespace();
 }();
 
 std::string node(int i) {
-  return "egress-node-" + std::to_string(i);
+  return DataplaneCluster::node(i);
 }
 
-// A pod's IPv6 from its IPv4 (10.244.<node>.<n> -> fd00:244:<node>::<n>): the kubelet assigns
-// IPv4 only, and the test reports each pod's IPv6 as a dual-stack CNI would have.
 std::string podIPv6(int nodeIndex, const std::string& ipv4) {
-  return "fd00:244:" + std::to_string(nodeIndex) + "::" + ipv4.substr(ipv4.rfind('.') + 1);
+  return DataplaneCluster::podIPv6(nodeIndex, ipv4);
 }
 
 std::string connect(const std::string& pod, const std::string& host, const std::string& mode = "") {
@@ -114,133 +86,26 @@ std::string kubectlOut(const std::vector<std::string>& args) {
   return r.ok() ? r.output : "";
 }
 
-// The source pods: name, node, app label (web is selected).
-struct SourcePod {
-  const char* name;
-  int node;
-  const char* app;
-};
-constexpr SourcePod kPods[] = {
-    {"p1", 1, "web"}, {"p2", 2, "other"}, {"p3", 3, "web"}, {"p3b", 3, "other"}};
-
 class DataplaneE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ASSERT_TRUE(kInPrivateNamespace);
-    tmp_ = new testutil::TempDir();
-    sh("EGW_NODE_PREFIX=egress-node- EGW_PODS=0 sh " + kPackets + "/topology.sh");
-    sh(std::string("ip link add egw-ul type veth peer name v-host netns ul && ip -n ul link set "
-                   "v-host master br0 up && ip addr add ") +
-       kApiAddress + "/24 dev egw-ul && ip link set egw-ul up");
-    echo_ = inNamespace("ext", {"python3", kPackets + "/echo.py", kEchoLog}, "echo");
-    for (int i = 1; i <= 3; ++i) {
-      const std::string n = node(i);
-      const std::string patch =
-          R"({"status":{"addresses":[{"type":"InternalIP","address":"192.168.50.1)" +
-          std::to_string(i) + R"("},{"type":"InternalIP","address":"fd00:50::1)" +
-          std::to_string(i) + R"("},{"type":"Hostname","address":")" + n + R"("}]}})";
-      auto r = controlPlane().kubectl(
-          {"patch", "node", n, "--subresource=status", "--type=merge", "-p", patch});
-      ASSERT_TRUE(r.ok()) << r.output;
-    }
-    ASSERT_TRUE(controlPlane()
-                    .kubectl({"label", "node", node(1), std::string(kGatewayLabel) + "=true"})
-                    .ok());
-    ASSERT_EQ(installCrds(), "");
-    ASSERT_EQ(controlPlane().createNamespace(kNs), "");
-    ASSERT_EQ(controlPlane().createNamespace(kLeaseNs), "");
-
-    std::string pods;
-    for (const auto& p : kPods) {
-      pods += std::string("---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: ") + p.name +
-              "\n  namespace: " + kNs + "\n  labels: {app: " + p.app +
-              "}\nspec:\n  nodeName: " + node(p.node) +
-              "\n  containers: [{name: c, image: example.invalid/app:1}]\n";
-    }
-    ASSERT_TRUE(applyYaml(tmp_->path() + "/pods.yaml", pods));
-    for (const auto& p : kPods) {
-      std::string ip;
-      ASSERT_TRUE(eventually(
-          [&] {
-            ip = kubectlOut({"get", "pod", "-n", kNs, p.name, "-o", "jsonpath={.status.podIP}"});
-            return !ip.empty();
-          },
-          60s))
-          << p.name;
-      const std::string ip6 = podIPv6(p.node, ip);
-      auto r = controlPlane().kubectl(
-          {"patch", "pod", "-n", kNs, p.name, "--subresource=status", "--type=merge", "-p",
-           R"({"status":{"podIPs":[{"ip":")" + ip + R"("},{"ip":")" + ip6 + R"("}]}})"});
-      ASSERT_TRUE(r.ok()) << r.output;
-      sh("sh " + kPackets + "/pod.sh " + p.name + " " + node(p.node) + " " + ip + " " + ip6);
-    }
-
-    // The agents reach the API server from the underlay: the admin kubeconfig, another address.
-    std::ifstream in(controlPlane().kubeconfig());
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string kc = text.str();
-    const std::string loopback = "https://127.0.0.1:";
-    const auto at = kc.find(loopback);
-    ASSERT_NE(at, std::string::npos);
-    kc.replace(at, loopback.size(), std::string("https://") + kApiAddress + ":");
-    agentKubeconfig_ = tmp_->path() + "/agent.kubeconfig";
-    std::ofstream(agentKubeconfig_) << kc;
-    renderChartAgent();
+    cluster_ = new DataplaneCluster();
+    ASSERT_EQ(cluster_->createNodesAndPods(), "");
     // An administrator's accept_ra=0 (no router advertisements on this device) must survive
     // the init container, which turns every 1 into 2 (forwarding would make 1 ignore them).
     sh("ip netns exec " + node(3) + " sysctl -qw net.ipv6.conf.flannel/1.accept_ra=0");
-    for (int i = 1; i <= 3; ++i) {
-      auto init = chartInit_;
-      init.insert(init.begin(), {"ip", "netns", "exec", node(i)});
-      auto r = testenv::runCommand(init);
-      ASSERT_EQ(r.exitCode, 0) << "the chart's init container on " << node(i) << ": " << r.output;
-      startAgent(i);
-    }
-
-    ASSERT_TRUE(applyYaml(tmp_->path() + "/objects.yaml",
-                          poolYaml("egw-dp", {"192.168.50.200/29", "fd00:50::200/125"}) + "---\n" +
-                              operatorConfigYaml("") + "  dataplane:\n    agent: true\n" +
-                              "---\napiVersion: networking.egressgateway.dev/v1alpha1\n"
-                              "kind: EgressGatewayPolicy\nmetadata:\n  name: web\n  namespace: " +
-                              kNs +
-                              "\nspec:\n  podSelector:\n    matchLabels: {app: web}\n"
-                              "  destinationCIDRs: [192.168.50.96/28, fd00:50::100/120]\n"
-                              "  excludedCIDRs: [192.168.50.101/32, fd00:50::101/128]\n"
-                              "  egressIP: {pool: egw-dp, ipFamily: DualStack}\n"
-                              "  gateway:\n    replicas: 1\n    nodeSelector: {" +
-                              kGatewayLabel + ": \"true\"}\n"));
-    operator_ =
-        new Operator(tmp_->path(), "operator", {std::string("--agent-lease-namespace=") + kLeaseNs},
-                     {.wrapper = {"/usr/bin/setpriv", "--pdeathsig", "KILL", "--"}});
-    ASSERT_TRUE(operator_->process().error().empty()) << operator_->process().error();
-    ASSERT_TRUE(eventually(
-        [&] {
-          const auto ps = policies(kNs);
-          const auto web = ps.find("web");
-          for (const auto& ip :
-               web == ps.end() ? std::vector<std::string>{} : web->second.egressIPs) {
-            (ip.find(':') == std::string::npos ? egressIP_ : egressIP6_) = ip;
-          }
-          return !egressIP_.empty() && !egressIP6_.empty();
-        },
-        120s))
-        << operator_->process().log();
-    ASSERT_TRUE(eventually(
-        [&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 120s))
-        << connect("p3", "192.168.50.100") << "\n"
-        << agents_[3]->log() << agents_[1]->log();
+    ASSERT_EQ(cluster_->startAgents(), "");
+    // The chart's container: only these, which are all the agents get here.
+    ASSERT_EQ(cluster_->chartCaps(), "-all,+net_admin,+net_raw");
+    ASSERT_EQ(cluster_->startOperator(), "");
+    egressIP_ = cluster_->egressIP();
+    egressIP6_ = cluster_->egressIP6();
   }
 
   static void TearDownTestSuite() {
-    echo_.reset();
-    for (auto& [i, a] : agents_) {
-      a.reset();
-    }
-    delete operator_;
-    operator_ = nullptr;
-    delete tmp_;
-    tmp_ = nullptr;
+    delete cluster_;
+    cluster_ = nullptr;
   }
 
   // `argv` run in network namespace `ns`, killed with this process however it ends (so the
@@ -248,65 +113,18 @@ class DataplaneE2E : public ::testing::Test {
   static std::unique_ptr<testenv::ChildProcess> inNamespace(const std::string& ns,
                                                             std::vector<std::string> argv,
                                                             const std::string& name) {
-    argv.insert(argv.begin(),
-                {"/usr/bin/setpriv", "--pdeathsig", "KILL", "--", "ip", "netns", "exec", ns});
-    auto p = std::make_unique<testenv::ChildProcess>(
-        argv, tmp_->path() + "/" + name + "-" + std::to_string(++started_) + ".log");
+    auto p = cluster_->inNamespace(ns, std::move(argv), name);
     EXPECT_TRUE(p->error().empty()) << p->error();
     return p;
   }
-  // The chart's agent DaemonSet, rendered by helm: its init container's command (run in each
-  // node's namespace before the agent starts) and its container's capabilities (the only ones
-  // the agents here get).
-  static void renderChartAgent() {
-    const std::string h = tmp_->path() + "/helm";
-    const std::string rendered = tmp_->path() + "/agent-daemonset.yaml";
-    // stdout alone is the YAML (helm warns on stderr).
-    auto r = testenv::runCommand(
-        {"/bin/sh", "-c", "exec \"$0\" \"$@\" > " + rendered, controlPlane().dir() + "/bin/helm",
-         "template", "egw", testenv::sourceDir() + "/deploy/helm/egress-gateway-operator", "--set",
-         "agent.enabled=true", "--show-only", "templates/agent-daemonset.yaml"},
-        {"HELM_CACHE_HOME=" + h + "/cache", "HELM_CONFIG_HOME=" + h + "/config",
-         "HELM_DATA_HOME=" + h + "/data"});
-    ASSERT_EQ(r.exitCode, 0) << r.output;
-    const YAML::Node ds = YAML::LoadFile(rendered);
-    const YAML::Node spec = ds["spec"]["template"]["spec"];
-    ASSERT_EQ(spec["initContainers"].size(), 1U);
-    chartInit_ = spec["initContainers"][0]["command"].as<std::vector<std::string>>();
-    const YAML::Node sc = spec["containers"][0]["securityContext"];
-    ASSERT_EQ(sc["capabilities"]["drop"][0].as<std::string>(), "ALL");
-    ASSERT_FALSE(sc["allowPrivilegeEscalation"].as<bool>());
-    chartCaps_ = "-all";
-    for (const auto& c : sc["capabilities"]["add"]) {
-      std::string name = c.as<std::string>();
-      std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-      chartCaps_ += ",+" + name;
-    }
-    ASSERT_EQ(chartCaps_, "-all,+net_admin,+net_raw");
-  }
-  // An agent as the chart runs it: /proc/sys read-only (an unprivileged container's), only the
-  // chart's capabilities (root's permitted set is the bounding set), no privilege escalation.
-  static void startAgent(int i) {
-    agents_[i] = inNamespace(
-        node(i),
-        {"unshare", "-m", "--propagation", "private", "/bin/sh", "-ec",
-         "mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys; "
-         "exec setpriv --no-new-privs --inh-caps=-all --bounding-set=" +
-             chartCaps_ + " -- \"$@\"",
-         "agent", EGRESS_AGENT_BINARY, "--kubeconfig=" + agentKubeconfig_, "--node-name=" + node(i),
-         std::string("--lease-namespace=") + kLeaseNs, "--metrics-bind-address=127.0.0.1:9402",
-         "--health-probe-bind-address=127.0.0.1:9403"},
-        "agent-" + std::to_string(i));
-  }
+  // An agent as the chart runs it (DataplaneCluster::startAgent).
+  static void startAgent(int i) { EXPECT_EQ(cluster_->startAgent(i), ""); }
+  static testenv::ChildProcess& agent(int i) { return cluster_->agent(i); }
+  static testenv::ChildProcess& operatorProcess() { return cluster_->egressOperator().process(); }
+  // Where the cluster keeps its files; removed with it.
+  static const std::string& dir() { return cluster_->dir(); }
   // The gateway pod holding the egress IP, and its node; "" for none.
-  static std::pair<std::string, std::string> holder() {
-    for (const auto& [name, p] : gatewayPods(kNs, "web")) {
-      if (!p.holds.empty() && !p.deleting) {
-        return {name, p.node};
-      }
-    }
-    return {};
-  }
+  static std::pair<std::string, std::string> holder() { return DataplaneCluster::holder(); }
   // An IPv6 address as /proc/net/nf_conntrack prints it: every group in four digits.
   static std::string procAddress(const std::string& ip6) {
     in6_addr a{};
@@ -319,20 +137,22 @@ class DataplaneE2E : public ::testing::Test {
     }
     return out;
   }
-  static std::string nodeAddress(int i) { return "192.168.50.1" + std::to_string(i) + ":"; }
+  static std::string nodeAddress(int i) { return DataplaneCluster::nodeAddress(i) + ":"; }
   // An agent's /metrics, read inside its node's namespace.
   static std::string agentMetrics(int i) {
     return output("ip netns exec " + node(i) + " curl -s http://127.0.0.1:9402/metrics");
   }
   // What the agents program on node i, in a form two reads compare equal when nothing changed:
   // the nftables table as the kernel lists it (libnftables JSON: a replaced table gets new
-  // handles; it has no counters), the policy rules, every route table, the proxy
-  // ARP/NDP entries and the tunnel's FDB.
+  // handles) with its named counters' values blanked (they count the traffic, not the rules), the
+  // policy rules, every route table, the proxy ARP/NDP entries and the tunnel's FDB.
   static std::string kernelState(int i) {
     std::string out = "## nft list table inet egw\n";
     dataplane::testing::inNetns(node(i), [&] {
       auto table = dataplane::NftApplier().list("egw");
-      out += table ? *table : "error: " + table.error();
+      static const std::regex kCounts(R"("packets":\s*\d+,\s*"bytes":\s*\d+)");
+      out += table ? std::regex_replace(*table, kCounts, R"("packets": N, "bytes": N)")
+                   : "error: " + table.error();
     });
     EXPECT_THAT(out, HasSubstr("\"handle\"")) << out;
     const std::string in = "ip netns exec " + node(i) + " ";
@@ -344,16 +164,9 @@ class DataplaneE2E : public ::testing::Test {
     return out;
   }
 
-  static inline testutil::TempDir* tmp_ = nullptr;
-  static inline Operator* operator_ = nullptr;
-  static inline std::map<int, std::unique_ptr<testenv::ChildProcess>> agents_;
-  static inline std::unique_ptr<testenv::ChildProcess> echo_;
-  static inline std::string agentKubeconfig_;
-  static inline std::vector<std::string> chartInit_;
-  static inline std::string chartCaps_;
+  static inline DataplaneCluster* cluster_ = nullptr;
   static inline std::string egressIP_;
   static inline std::string egressIP6_;
-  static inline int started_ = 0;
 };
 
 // The chart's security context is enough: after its init container, agents with only NET_ADMIN
@@ -366,10 +179,10 @@ TEST_F(DataplaneE2E, AgentsWithTheChartsCapabilitiesSetEverythingTheyNeed) {
         << node(i);
     EXPECT_EQ(output("ip netns exec " + node(i) + " sysctl -n net.ipv6.conf.eth0.accept_ra"), "2\n")
         << node(i) << ": router advertisements ignored with forwarding on";
-    EXPECT_THAT(agents_[i]->log(), Not(HasSubstr("sysctl"))) << agents_[i]->log();
+    EXPECT_THAT(agent(i).log(), Not(HasSubstr("sysctl"))) << agent(i).log();
     EXPECT_EQ(metricSum(agentMetrics(i), "egw_agent_sync_errors_total"), 0) << agentMetrics(i);
     // The process is egw-agent itself (every wrapper exec'd it) with NET_ADMIN and NET_RAW only.
-    const std::string proc = "/proc/" + std::to_string(agents_[i]->pid());
+    const std::string proc = "/proc/" + std::to_string(agent(i).pid());
     EXPECT_EQ(output("readlink " + proc + "/exe"), std::string(EGRESS_AGENT_BINARY) + "\n");
     EXPECT_EQ(output("grep -E '^Cap(Prm|Eff|Bnd)' " + proc + "/status"),
               "CapPrm:\t0000000000003000\nCapEff:\t0000000000003000\nCapBnd:\t0000000000003000\n");
@@ -481,7 +294,7 @@ TEST_F(DataplaneE2E, ATenantWithEditRightsCannotMakeAnyNodeAnnounceSnatOrRefuse)
       p2 + "@" + node(2) + "\\n" + p3b + "@" + node(3) + "\\n\"\n" +
       forgedPod("egw-x-router", kApiAddress) + forgedPod("egw-x-77", "192.168.50.77") +
       forgedPod("egw-x-victim", egressIP_);
-  const std::string file = tmp_->path() + "/evil.yaml";
+  const std::string file = dir() + "/evil.yaml";
   std::ofstream(file) << forged;
   auto applied = controlPlane().kubectl({"apply", "-f", file, as});
   ASSERT_TRUE(applied.ok()) << applied.output;
@@ -622,6 +435,37 @@ TEST_F(DataplaneE2E, FullSizeWritesWithDontFragmentComplete) {
   EXPECT_THAT(connect("p1", "fd00:50::100", "bulk"), HasSubstr("\nbulk ok"));
 }
 
+// "Is egress really used?": the holder's agent counts, under the policy and its egress IP, the
+// 280,000 bytes a bulk connection sends (plus at least 40 bytes of headers a packet, at most
+// about one packet per 1,000 bytes).
+TEST_F(DataplaneE2E, TheHoldersAgentCountsThePolicysBytes) {
+  const std::string holderNode = holder().second;
+  ASSERT_FALSE(holderNode.empty());
+  const int h = holderNode.back() - '0';
+  const std::map<std::string, std::string> labels = {
+      {"namespace", kNs}, {"policy", "web"}, {"egress_ip", egressIP_}};
+  auto counted = [&](const char* metric) { return metricSum(agentMetrics(h), metric, labels); };
+  const double bytes0 = counted("egw_agent_egress_bytes_total");
+  const double packets0 = counted("egw_agent_egress_packets_total");
+  ASSERT_THAT(connect("p3", "192.168.50.100", "bulk"), HasSubstr("\nbulk ok"));
+  // The agent reads the kernel's counters once a sync (every second).
+  EXPECT_TRUE(
+      eventually([&] { return counted("egw_agent_egress_bytes_total") - bytes0 >= 280000; }, 15s))
+      << agentMetrics(h);
+  std::this_thread::sleep_for(2s);
+  const double bytes = counted("egw_agent_egress_bytes_total") - bytes0;
+  const double packets = counted("egw_agent_egress_packets_total") - packets0;
+  std::printf("[ counted  ] agent on %s: %.0f bytes in %.0f packets for 280000 bytes sent\n",
+              holderNode.c_str(), bytes, packets);
+  EXPECT_GE(bytes, 280000 + 40 * packets);
+  EXPECT_LE(bytes, 280000 + 100 * 280);
+  for (int i = 1; i <= 3; ++i) {
+    if (i != h) {
+      EXPECT_EQ(metricSum(agentMetrics(i), "egw_agent_egress_bytes_total", labels), 0) << i;
+    }
+  }
+}
+
 TEST_F(DataplaneE2E, ASelectedPodReachedThroughDnatAnswersFromTheAddressDialled) {
   // A NodePort-like DNAT on node 3 into p3 (selected): the connection is the client's, so its
   // replies are conntrack replies, which egw neither classifies nor SNATs to the egress IP. The
@@ -672,8 +516,8 @@ TEST_F(DataplaneE2E, AnAgentRestartUnderLoadLosesNoLineAndChangesNoRule) {
       inNamespace("p3", {"python3", kPackets + "/client.py", "fd00:50::100", "hold:20:5"}, "held6");
   ASSERT_TRUE(eventually([&] { return !held->log().empty() && !held6->log().empty(); }, 10s));
   for (const int i : {3, 1}) {
-    agents_[i]->signal(SIGTERM);
-    EXPECT_TRUE(agents_[i]->reap(20s)) << agents_[i]->log();
+    agent(i).signal(SIGTERM);
+    EXPECT_TRUE(agent(i).reap(20s)) << agent(i).log();
     startAgent(i);
     // Synced once, and that sync found nothing to change.
     EXPECT_TRUE(eventually(
@@ -681,8 +525,8 @@ TEST_F(DataplaneE2E, AnAgentRestartUnderLoadLosesNoLineAndChangesNoRule) {
           return metricSum(agentMetrics(i), "egw_agent_last_successful_sync_timestamp_seconds") > 0;
         },
         30s))
-        << agents_[i]->log();
-    EXPECT_EQ(metricSum(agentMetrics(i), "egw_agent_kernel_changes_total"), 0) << agents_[i]->log();
+        << agent(i).log();
+    EXPECT_EQ(metricSum(agentMetrics(i), "egw_agent_kernel_changes_total"), 0) << agent(i).log();
   }
   for (int i = 1; i <= 3; ++i) {
     EXPECT_EQ(kernelState(i), before[i]) << node(i);
@@ -699,8 +543,8 @@ TEST_F(DataplaneE2E, WithNoLiveHolderConnectionsFailAndTheServerNeverSeesANodeOr
   // The holder's agent dies and its node drops off the underlay; with one replica there is no
   // other gateway pod to move the IP to, so once its agent Lease (6 s) is stale node 3's agent
   // refuses p3's packets instead of letting them out with its own address.
-  agents_[1]->signal(SIGKILL);
-  agents_[1]->reap(10s);
+  agent(1).signal(SIGKILL);
+  agent(1).reap(10s);
   sh("ip -n ul link set v-egress-node-1 down");
   std::this_thread::sleep_for(6s + 3s);
   sh(std::string(": > ") + kEchoLog);
@@ -722,7 +566,7 @@ TEST_F(DataplaneE2E, WithNoLiveHolderConnectionsFailAndTheServerNeverSeesANodeOr
   startAgent(1);
   EXPECT_TRUE(
       eventually([&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 60s))
-      << agents_[1]->log();
+      << agent(1).log();
 }
 
 TEST_F(DataplaneE2E, TheIPMovesOffAKilledHoldersNodeAndALongLivedConnectionKeepsIt) {
@@ -744,7 +588,7 @@ TEST_F(DataplaneE2E, TheIPMovesOffAKilledHoldersNodeAndALongLivedConnectionKeeps
       controlPlane().kubectl({"label", "node", node(1), std::string(kGatewayLabel) + "-"}).ok());
 
   const auto killed = std::chrono::steady_clock::now();
-  agents_[1]->signal(SIGKILL);
+  agent(1).signal(SIGKILL);
   sh("ip -n ul link set v-egress-node-1 down");
   // What the node lifecycle controller (off in this control plane) and the 10 s unreachable
   // toleration would do: evict the pod, which a dead node's kubelet never confirms (a finalizer
@@ -767,7 +611,7 @@ TEST_F(DataplaneE2E, TheIPMovesOffAKilledHoldersNodeAndALongLivedConnectionKeeps
       "[ failover ] SIGKILL of the holder's agent to the first new connection with %s: "
       "%.1f s (lease 6 s; target 8 s)\n",
       egressIP_.c_str(), took);
-  EXPECT_TRUE(moved) << seen << "\n" << operator_->process().log();
+  EXPECT_TRUE(moved) << seen << "\n" << operatorProcess().log();
   EXPECT_LT(took, 45.0);
   EXPECT_EQ(holder().second, node(2));
   EXPECT_TRUE(
@@ -826,10 +670,10 @@ TEST_F(DataplaneE2E, ALiveHolderThatLosesTheIPForgetsTheConnectionsItSNATed) {
       },
       30s))
       << after << "\n"
-      << agents_[2]->log();
+      << agent(2).log();
   EXPECT_EQ(entriesTo(egressIP_), 0);
   EXPECT_EQ(entriesTo(v6), 0);
-  EXPECT_THAT(agents_[2]->log(), HasSubstr("conntrack entries deleted"));
+  EXPECT_THAT(agent(2).log(), HasSubstr("conntrack entries deleted"));
 }
 
 // The holder cut off from the API (its TCP to the API server dropped on its node; the IP's
@@ -871,7 +715,7 @@ TEST_F(DataplaneE2E, AHolderCutOffFromTheApiStopsAnsweringForTheIPsWithinItsLeas
       "[ fencing ] API cut off to no proxy ARP/NDP entry for the egress IPs: %.1f s, "
       "%.1f s after the Lease's last renewal (it expires after 6 s)\n",
       took, withdrawnAt - renewedAt);
-  EXPECT_TRUE(withdrawn) << left << agents_[3]->log();
+  EXPECT_TRUE(withdrawn) << left << agent(3).log();
   EXPECT_EQ(metricSum(agentMetrics(3), "egw_agent_fenced"), 1);
   sh(std::string(": > ") + kEchoLog);
   EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("error:"));
@@ -883,7 +727,7 @@ TEST_F(DataplaneE2E, AHolderCutOffFromTheApiStopsAnsweringForTheIPsWithinItsLeas
   sh("ip netns exec " + node(3) + " iptables -D " + cut);
   EXPECT_TRUE(
       eventually([&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 60s))
-      << agents_[3]->log();
+      << agent(3).log();
   EXPECT_THAT(proxies(), HasSubstr(egressIP_ + " "));
   EXPECT_EQ(metricSum(agentMetrics(3), "egw_agent_fenced"), 0);
 }
@@ -899,7 +743,7 @@ TEST_F(DataplaneE2E, AKilledHoldersKernelStopsAnsweringBeforeTheAddressMoves) {
   const auto [oldPod, oldNode] = holder();
   const std::string mac3 = dataplane::testing::linkField("eth0", "link/ether", node(3));
   const std::string mac2 = dataplane::testing::linkField("eth0", "link/ether", node(2));
-  const std::string samples = tmp_->path() + "/neigh-samples.log";
+  const std::string samples = dir() + "/neigh-samples.log";
   auto probe = inNamespace("ext",
                            {"/bin/sh", "-c",
                             "exec python3 " + kPackets + "/neigh_probe.py eth0 " + egressIP_ + " " +
@@ -914,8 +758,8 @@ TEST_F(DataplaneE2E, AKilledHoldersKernelStopsAnsweringBeforeTheAddressMoves) {
       controlPlane().kubectl({"label", "node", node(3), std::string(kGatewayLabel) + "-"}).ok());
   const double killedAt =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  agents_[3]->signal(SIGKILL);
-  agents_[3]->reap(10s);
+  agent(3).signal(SIGKILL);
+  agent(3).reap(10s);
   // Its pod, as a dead node's: being deleted, never gone (a finalizer holds it).
   ASSERT_TRUE(controlPlane()
                   .kubectl({"patch", "pod", "-n", kNs, oldPod, "--type=merge", "-p",
@@ -964,7 +808,7 @@ TEST_F(DataplaneE2E, AKilledHoldersKernelStopsAnsweringBeforeTheAddressMoves) {
   startAgent(3);
   EXPECT_TRUE(
       eventually([&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 60s))
-      << agents_[3]->log();
+      << agent(3).log();
   controlPlane().kubectl({"patch", "pod", "-n", kNs, oldPod, "--type=merge", "-p",
                           R"({"metadata":{"finalizers":null}})"});
 }
@@ -990,7 +834,7 @@ TEST_F(DataplaneE2E, DISABLED_BenchFailoverAndTunnelThroughput) {
               "\n  labels: {app: web, bench: src}\nspec:\n  nodeName: " + node(1 + i % 3) +
               "\n  containers: [{name: c, image: example.invalid/app:1}]\n";
     }
-    const std::string seenFile = tmp_->path() + "/bench-ips.log";
+    const std::string seenFile = dir() + "/bench-ips.log";
     auto watch = std::make_unique<testenv::ChildProcess>(
         std::vector<std::string>{
             "/usr/bin/setpriv", "--pdeathsig", "KILL", "--", "/bin/sh", "-c",
@@ -999,9 +843,9 @@ TEST_F(DataplaneE2E, DISABLED_BenchFailoverAndTunnelThroughput) {
                 "jsonpath='{.metadata.name} {.status.podIP} {.spec.nodeName}{\"\\n\"}' | " +
                 "while read -r name ip node; do echo \"$(date +%s.%N) $name $ip $node\"; done > " +
                 seenFile},
-        tmp_->path() + "/bench-watch.log");
+        dir() + "/bench-watch.log");
     std::this_thread::sleep_for(1s);
-    ASSERT_TRUE(applyYaml(tmp_->path() + "/bench-pods.yaml", pods));
+    ASSERT_TRUE(applyYaml(dir() + "/bench-pods.yaml", pods));
     std::map<std::string, double> classified;  // ip -> wall seconds
     auto wall = [] {
       return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
@@ -1105,8 +949,8 @@ TEST_F(DataplaneE2E, DISABLED_BenchFailoverAndTunnelThroughput) {
                     .kubectl({"label", "node", node(from), std::string(kGatewayLabel) + "-"})
                     .ok());
     const auto killed = std::chrono::steady_clock::now();
-    agents_[from]->signal(SIGKILL);
-    agents_[from]->reap(10s);
+    agent(from).signal(SIGKILL);
+    agent(from).reap(10s);
     sh("ip -n ul link set v-egress-node-" + std::to_string(from) + " down");
     ASSERT_TRUE(controlPlane()
                     .kubectl({"patch", "pod", "-n", kNs, oldPod, "--type=merge", "-p",
@@ -1117,7 +961,7 @@ TEST_F(DataplaneE2E, DISABLED_BenchFailoverAndTunnelThroughput) {
         [&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 60s);
     took.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count());
-    ASSERT_TRUE(moved) << operator_->process().log();
+    ASSERT_TRUE(moved) << operatorProcess().log();
     std::printf("[ bench ] failover %d: node %d -> node %d: %.1f s\n", round + 1, from, to,
                 took.back());
     // The cut-off node comes back, for the next move.

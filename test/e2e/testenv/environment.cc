@@ -6,23 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "test/e2e/testenv/owned_control_plane.h"
 #include <unistd.h>
 
 namespace egress::testenv {
 namespace {
-
-std::unique_ptr<ControlPlane> gControlPlane;
-volatile sig_atomic_t gSupervisorPid = 0;
-
-// Async-signal-safe: ask the supervisor to stop everything, then die of the same signal. The
-// supervisor also notices our exit on its own; this only makes teardown immediate.
-void onTerminatingSignal(int sig) {
-  if (gSupervisorPid > 0) {
-    kill(gSupervisorPid, SIGTERM);
-  }
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
 
 class ControlPlaneEnvironment : public ::testing::Environment {
  public:
@@ -34,30 +22,14 @@ class ControlPlaneEnvironment : public ::testing::Environment {
     if (const char* address = std::getenv("EGRESS_TESTENV_ADVERTISE_ADDRESS")) {
       options.advertiseAddress = address;
     }
-    std::string error;
-    gControlPlane = ControlPlane::start(options, error);
-    ASSERT_NE(gControlPlane, nullptr) << error;
-    gSupervisorPid = gControlPlane->supervisorPid();
-    std::signal(SIGINT, onTerminatingSignal);
-    std::signal(SIGTERM, onTerminatingSignal);
+    const std::string error = startOwnedControlPlane(options);
+    ASSERT_EQ(error, "");
   }
 
-  void TearDown() override {
-    gSupervisorPid = 0;
-    gControlPlane.reset();
-  }
+  void TearDown() override { stopOwnedControlPlane(); }
 };
 
 }  // namespace
-
-ControlPlane& controlPlane() {
-  if (!gControlPlane) {
-    std::fprintf(stderr, "controlPlane() used without a running control plane\n");
-    std::abort();
-  }
-  return *gControlPlane;
-}
-
 }  // namespace egress::testenv
 
 namespace {
@@ -71,9 +43,7 @@ int holdControlPlane() {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
-  egress::testenv::gSupervisorPid = cp->supervisorPid();
-  std::signal(SIGINT, egress::testenv::onTerminatingSignal);
-  std::signal(SIGTERM, egress::testenv::onTerminatingSignal);
+  egress::testenv::stopOnTerminatingSignals(cp->supervisorPid());
   std::printf("TESTENV_DIR=%s\n", cp->dir().c_str());
   std::fflush(stdout);
   for (;;) {

@@ -1,0 +1,370 @@
+#include "test/e2e/dataplane_cluster.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "test/e2e/testenv/environment.h"
+#include <unistd.h>
+
+namespace egress::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+using testenv::controlPlane;
+
+// A shell command; "" or what it printed when it failed.
+std::string run(const std::string& cmd) {
+  auto r = testenv::runCommand({"/bin/sh", "-c", cmd});
+  return r.ok() ? "" : cmd + ": exit " + std::to_string(r.exitCode) + ": " + r.output;
+}
+
+std::string kubectlOut(const std::vector<std::string>& args) {
+  auto r = controlPlane().kubectl(args);
+  return r.ok() ? r.output : "";
+}
+
+// The last `n` lines of a log, for an error message.
+std::string tail(const std::string& log, size_t n = 30) {
+  size_t at = log.size();
+  for (size_t lines = 0; at > 0 && lines <= n;) {
+    at = log.rfind('\n', at - 1);
+    if (at == std::string::npos) {
+      return log;
+    }
+    ++lines;
+  }
+  return log.substr(at + 1);
+}
+
+}  // namespace
+
+const std::vector<std::string>& DataplaneCluster::poolCIDRs() {
+  static const std::vector<std::string> kCIDRs{"192.168.50.200/29", "fd00:50::200/125"};
+  return kCIDRs;
+}
+
+bool DataplaneCluster::reexecInPrivateNamespace() {
+  if (std::getenv("EGW_IN_NETNS") != nullptr) {
+    return std::system("ip link set lo up") == 0;
+  }
+  std::ifstream in("/proc/self/cmdline");
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) {
+    args.push_back(a);
+  }
+  setenv("EGW_IN_NETNS", "1", 1);
+  setenv("EGRESS_TESTENV_NODES", "3", 1);
+  setenv("EGRESS_TESTENV_ADVERTISE_ADDRESS", kApiAddress, 1);
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    std::_Exit(2);
+  }
+  self[n] = '\0';
+  std::vector<std::string> cmd{"unshare", "-m", "-n", "--", self};
+  cmd.insert(cmd.end(), args.begin() + (args.empty() ? 0 : 1), args.end());
+  std::vector<char*> argv;
+  argv.reserve(cmd.size() + 1);
+  for (auto& a : cmd) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  execvp("unshare", argv.data());
+  std::perror("exec unshare");  // unshare is util-linux (hack/install-deps.sh)
+  std::_Exit(2);
+}
+
+testenv::ControlPlaneOptions DataplaneCluster::controlPlaneOptions() {
+  testenv::ControlPlaneOptions options;
+  options.nodes = 3;
+  options.advertiseAddress = kApiAddress;
+  return options;
+}
+
+std::string DataplaneCluster::node(int i) {
+  return "egress-node-" + std::to_string(i);
+}
+
+std::string DataplaneCluster::nodeAddress(int i) {
+  return "192.168.50.1" + std::to_string(i);
+}
+
+std::string DataplaneCluster::nodeAddress6(int i) {
+  return "fd00:50::1" + std::to_string(i);
+}
+
+std::string DataplaneCluster::podIPv6(int nodeIndex, const std::string& ipv4) {
+  return "fd00:244:" + std::to_string(nodeIndex) + "::" + ipv4.substr(ipv4.rfind('.') + 1);
+}
+
+const std::string& DataplaneCluster::packetsDir() {
+  static const std::string kDir = EGRESS_PACKETS_DIR;
+  return kDir;
+}
+
+std::string DataplaneCluster::connect(const std::string& pod, const std::string& host,
+                                      const std::string& mode) {
+  std::vector<std::string> argv{"ip", "netns", "exec", pod, "python3", packetsDir() + "/client.py",
+                                host};
+  std::istringstream words(mode);  // "- 30080": MODE and PORT
+  for (std::string w; words >> w;) {
+    argv.push_back(w);
+  }
+  auto r = testenv::runCommand(argv);
+  std::string out = r.output;
+  while (!out.empty() && out.back() == '\n') {
+    out.pop_back();
+  }
+  return out;
+}
+
+DataplaneCluster::DataplaneCluster() = default;
+DataplaneCluster::~DataplaneCluster() = default;
+
+std::string DataplaneCluster::createNodesAndPods() {
+  if (tmp_.path().empty()) {
+    return "no temporary directory";
+  }
+  const std::string& packets = packetsDir();
+  for (const std::string& cmd :
+       {"EGW_NODE_PREFIX=egress-node- EGW_PODS=0 sh " + packets + "/topology.sh",
+        std::string("ip link add egw-ul type veth peer name v-host netns ul && ip -n ul link set "
+                    "v-host master br0 up && ip addr add ") +
+            kApiAddress + "/24 dev egw-ul && ip link set egw-ul up"}) {
+    if (auto error = run(cmd); !error.empty()) {
+      return error;
+    }
+  }
+  echo_ = inNamespace("ext", {"python3", packets + "/echo.py", kEchoLog}, "echo");
+  if (!echo_->error().empty()) {
+    return "the echo server: " + echo_->error();
+  }
+  // The test kubelet never rewrites a Node's addresses: these stay what the agents read.
+  for (int i = 1; i <= 3; ++i) {
+    const std::string n = node(i);
+    const std::string patch = R"({"status":{"addresses":[{"type":"InternalIP","address":")" +
+                              nodeAddress(i) + R"("},{"type":"InternalIP","address":")" +
+                              nodeAddress6(i) + R"("},{"type":"Hostname","address":")" + n +
+                              R"("}]}})";
+    auto r = controlPlane().kubectl(
+        {"patch", "node", n, "--subresource=status", "--type=merge", "-p", patch});
+    if (!r.ok()) {
+      return "node " + n + "'s addresses: " + r.output;
+    }
+  }
+  if (auto r =
+          controlPlane().kubectl({"label", "node", node(1), std::string(kGatewayLabel) + "=true"});
+      !r.ok()) {
+    return "the gateway label: " + r.output;
+  }
+  if (auto error = installCrds(); !error.empty()) {
+    return error;
+  }
+  for (const char* ns : {kNamespace, kLeaseNamespace}) {
+    if (auto error = controlPlane().createNamespace(ns); !error.empty()) {
+      return error;
+    }
+  }
+
+  std::string pods;
+  for (const auto& p : kPods) {
+    pods += std::string("---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: ") + p.name +
+            "\n  namespace: " + kNamespace + "\n  labels: {app: " + p.app +
+            "}\nspec:\n  nodeName: " + node(p.node) +
+            "\n  containers: [{name: c, image: example.invalid/app:1}]\n";
+  }
+  if (auto applied = applyYaml(tmp_.path() + "/pods.yaml", pods); !applied) {
+    return applied.message();
+  }
+  for (const auto& p : kPods) {
+    std::string ip;
+    if (!eventually(
+            [&] {
+              ip = kubectlOut(
+                  {"get", "pod", "-n", kNamespace, p.name, "-o", "jsonpath={.status.podIP}"});
+              return !ip.empty();
+            },
+            60s)) {
+      return std::string("pod ") + p.name + " got no IP from the test kubelet";
+    }
+    const std::string ip6 = podIPv6(p.node, ip);
+    auto r = controlPlane().kubectl(
+        {"patch", "pod", "-n", kNamespace, p.name, "--subresource=status", "--type=merge", "-p",
+         R"({"status":{"podIPs":[{"ip":")" + ip + R"("},{"ip":")" + ip6 + R"("}]}})"});
+    if (!r.ok()) {
+      return std::string("pod ") + p.name + "'s IPs: " + r.output;
+    }
+    if (auto error =
+            run("sh " + packets + "/pod.sh " + p.name + " " + node(p.node) + " " + ip + " " + ip6);
+        !error.empty()) {
+      return error;
+    }
+  }
+  return "";
+}
+
+std::string DataplaneCluster::startAgents() {
+  // The agents reach the API server from the underlay: the admin kubeconfig, another address.
+  std::ifstream in(controlPlane().kubeconfig());
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string kc = text.str();
+  const std::string loopback = "https://127.0.0.1:";
+  const auto at = kc.find(loopback);
+  if (at == std::string::npos) {
+    return "the admin kubeconfig names no " + loopback + " server";
+  }
+  kc.replace(at, loopback.size(), std::string("https://") + kApiAddress + ":");
+  agentKubeconfig_ = tmp_.path() + "/agent.kubeconfig";
+  std::ofstream(agentKubeconfig_) << kc;
+  if (auto error = renderChartAgent(); !error.empty()) {
+    return error;
+  }
+  for (int i = 1; i <= 3; ++i) {
+    auto init = chartInit_;
+    init.insert(init.begin(), {"ip", "netns", "exec", node(i)});
+    auto r = testenv::runCommand(init);
+    if (r.exitCode != 0) {
+      return "the chart's init container on " + node(i) + ": " + r.output;
+    }
+    if (auto error = startAgent(i); !error.empty()) {
+      return error;
+    }
+  }
+  return "";
+}
+
+std::string DataplaneCluster::startOperator(const std::string& operatorConfigYaml) {
+  objectsYaml_ =
+      poolYaml(kPool, poolCIDRs()) + "---\n" +
+      (operatorConfigYaml.empty() ? e2e::operatorConfigYaml("") + "  dataplane:\n    agent: true\n"
+                                  : operatorConfigYaml) +
+      "---\napiVersion: networking.egressgateway.dev/v1alpha1\n"
+      "kind: EgressGatewayPolicy\nmetadata:\n  name: " +
+      kPolicy + "\n  namespace: " + kNamespace +
+      "\nspec:\n  podSelector:\n    matchLabels: {app: web}\n"
+      "  destinationCIDRs: [192.168.50.96/28, fd00:50::100/120]\n"
+      "  excludedCIDRs: [192.168.50.101/32, fd00:50::101/128]\n"
+      "  egressIP: {pool: " +
+      kPool +
+      ", ipFamily: DualStack}\n"
+      "  gateway:\n    replicas: 1\n    nodeSelector: {" +
+      kGatewayLabel + ": \"true\"}\n";
+  if (auto applied = applyYaml(tmp_.path() + "/objects.yaml", objectsYaml_); !applied) {
+    return applied.message();
+  }
+  operator_ = std::make_unique<Operator>(
+      tmp_.path(), "operator",
+      std::vector<std::string>{std::string("--agent-lease-namespace=") + kLeaseNamespace},
+      OperatorLaunch{.wrapper = {"/usr/bin/setpriv", "--pdeathsig", "KILL", "--"}});
+  if (!operator_->process().error().empty()) {
+    return "the operator: " + operator_->process().error();
+  }
+  if (!eventually(
+          [&] {
+            const auto ps = policies(kNamespace);
+            const auto web = ps.find(kPolicy);
+            for (const auto& ip :
+                 web == ps.end() ? std::vector<std::string>{} : web->second.egressIPs) {
+              (ip.find(':') == std::string::npos ? egressIP_ : egressIP6_) = ip;
+            }
+            return !egressIP_.empty() && !egressIP6_.empty();
+          },
+          120s)) {
+    return std::string("policy ") + kPolicy +
+           " has no egress IPs of both families; operator log:\n" +
+           tail(operator_->process().log());
+  }
+  if (!eventually([&] { return connect("p3", kEchoServer).starts_with(egressIP_ + ":"); }, 120s)) {
+    return "p3's connections do not leave with " + egressIP_ + ": " + connect("p3", kEchoServer) +
+           "\nagent 3:\n" + tail(agent(3).log()) + "\nagent 1:\n" + tail(agent(1).log());
+  }
+  return "";
+}
+
+std::unique_ptr<testenv::ChildProcess> DataplaneCluster::inNamespace(const std::string& ns,
+                                                                     std::vector<std::string> argv,
+                                                                     const std::string& name) {
+  argv.insert(argv.begin(),
+              {"/usr/bin/setpriv", "--pdeathsig", "KILL", "--", "ip", "netns", "exec", ns});
+  return std::make_unique<testenv::ChildProcess>(
+      argv, tmp_.path() + "/" + name + "-" + std::to_string(++started_) + ".log");
+}
+
+// The chart's agent DaemonSet, rendered by helm: its init container's command (run in each
+// node's namespace before the agent starts) and its container's capabilities (the only ones the
+// agents here get). The agents are run as the chart's securityContext says only if it drops
+// every capability and forbids privilege escalation, as startAgent() does.
+std::string DataplaneCluster::renderChartAgent() {
+  const std::string h = tmp_.path() + "/helm";
+  const std::string rendered = tmp_.path() + "/agent-daemonset.yaml";
+  // stdout alone is the YAML (helm warns on stderr).
+  auto r = testenv::runCommand(
+      {"/bin/sh", "-c", "exec \"$0\" \"$@\" > " + rendered, controlPlane().dir() + "/bin/helm",
+       "template", "egw", testenv::sourceDir() + "/deploy/helm/egress-gateway-operator", "--set",
+       "agent.enabled=true", "--show-only", "templates/agent-daemonset.yaml"},
+      {"HELM_CACHE_HOME=" + h + "/cache", "HELM_CONFIG_HOME=" + h + "/config",
+       "HELM_DATA_HOME=" + h + "/data"});
+  if (r.exitCode != 0) {
+    return "helm template: " + r.output;
+  }
+  try {
+    const YAML::Node ds = YAML::LoadFile(rendered);
+    const YAML::Node spec = ds["spec"]["template"]["spec"];
+    if (spec["initContainers"].size() != 1) {
+      return "the chart's agent has " + std::to_string(spec["initContainers"].size()) +
+             " init containers, not 1";
+    }
+    chartInit_ = spec["initContainers"][0]["command"].as<std::vector<std::string>>();
+    const YAML::Node sc = spec["containers"][0]["securityContext"];
+    if (sc["capabilities"]["drop"][0].as<std::string>() != "ALL" ||
+        sc["allowPrivilegeEscalation"].as<bool>()) {
+      return "the chart's agent keeps capabilities or privilege escalation:\n" + YAML::Dump(sc);
+    }
+    chartCaps_ = "-all";
+    for (const auto& c : sc["capabilities"]["add"]) {
+      std::string name = c.as<std::string>();
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char ch) { return std::tolower(ch); });
+      chartCaps_ += ",+" + name;
+    }
+  } catch (const YAML::Exception& e) {
+    return "the chart's agent DaemonSet (" + rendered + "): " + e.what();
+  }
+  return "";
+}
+
+// As the chart runs it: /proc/sys read-only (an unprivileged container's), only the chart's
+// capabilities (root's permitted set is the bounding set), no privilege escalation.
+std::string DataplaneCluster::startAgent(int i) {
+  agents_[i] = inNamespace(
+      node(i),
+      {"unshare", "-m", "--propagation", "private", "/bin/sh", "-ec",
+       "mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys; "
+       "exec setpriv --no-new-privs --inh-caps=-all --bounding-set=" +
+           chartCaps_ + " -- \"$@\"",
+       "agent", EGRESS_AGENT_BINARY, "--kubeconfig=" + agentKubeconfig_, "--node-name=" + node(i),
+       std::string("--lease-namespace=") + kLeaseNamespace, "--metrics-bind-address=127.0.0.1:9402",
+       "--health-probe-bind-address=127.0.0.1:9403"},
+      "agent-" + std::to_string(i));
+  return agents_[i]->error().empty() ? ""
+                                     : "agent " + std::to_string(i) + ": " + agents_[i]->error();
+}
+
+std::pair<std::string, std::string> DataplaneCluster::holder() {
+  for (const auto& [name, p] : gatewayPods(kNamespace, kPolicy)) {
+    if (!p.holds.empty() && !p.deleting) {
+      return {name, p.node};
+    }
+  }
+  return {};
+}
+
+}  // namespace egress::e2e
