@@ -42,7 +42,7 @@ COPY pkg ./pkg
 # RelWithDebInfo (then stripped) is what every test builds and runs; -O3 (Release) also trips
 # g++ 12's false -Wrestrict in std::string's operator+ (GCC PR 105329) under -Werror.
 FROM build AS compiled
-ARG TARGETS="egress-operator egw-agent"
+ARG TARGETS="egress-operator egw-agent egw-gateway"
 ARG CCACHE_DIR=
 COPY hack/image/runtime-packages.sh /image/
 RUN if [ -z "$CCACHE_DIR" ] || [ ! -d "$CCACHE_DIR" ]; then \

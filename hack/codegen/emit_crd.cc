@@ -512,6 +512,9 @@ Files emitCrds(const Package& pkg, const std::string& dir) {
         Node col;
         col.set("jsonPath", Node::str(c.jsonPath));
         col.set("name", Node::str(c.name));
+        if (c.priority > 0) {
+          col.set("priority", Node::raw(std::to_string(c.priority)));
+        }
         col.set("type", Node::raw(c.type));
         cols.push(col);
       }

@@ -479,6 +479,11 @@ std::variant<Resource, MarkerError> resourceOf(const Struct& s) {
         c.type = v;
       } else if (k == "JSONPath") {
         c.jsonPath = v;
+      } else if (k == "priority") {
+        if (v.empty() || v.size() > 2 || !std::all_of(v.begin(), v.end(), ::isdigit)) {
+          return MarkerError{m->line, "printcolumn priority " + v + ": a number from 0 to 99"};
+        }
+        c.priority = std::stoi(v);
       } else {
         return MarkerError{m->line, "unknown +kubebuilder:printcolumn argument " + k};
       }

@@ -115,6 +115,7 @@ struct PrintColumn {
   std::string name;
   std::string type;
   std::string jsonPath;
+  int priority = 0;  // > 0: shown by `kubectl get -o wide` only
 };
 
 // A root kind's resource facts, from its markers.

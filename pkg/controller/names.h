@@ -70,6 +70,8 @@ std::string sliceName(std::string_view ns, std::string_view policy, size_t index
 inline constexpr std::string_view kConditionReady = "Ready";
 inline constexpr std::string_view kConditionIPAllocated = "IPAllocated";
 inline constexpr std::string_view kConditionGatewayAvailable = "GatewayAvailable";
+// A policy's: whether a data plane carries its egress IPs (the agent, on the holders' nodes).
+inline constexpr std::string_view kConditionProgrammed = "Programmed";
 inline constexpr std::string_view kConditionExhausted = "Exhausted";
 inline constexpr std::string_view kConditionOverlapping = "Overlapping";
 
@@ -106,9 +108,11 @@ inline constexpr std::string_view kReasonReplicaFailure = "ReplicaFailure";
 // GatewayAvailable's reason, and the Warning Event's, while a gateway object cannot be written
 // (the DeploymentProcessor reports it, the status says it).
 inline constexpr std::string_view kReasonApplyFailed = "ApplyFailed";
-// The reason of a gateway pod's readiness gate (kIPProgrammedCondition).
+// The reason of a gateway pod's readiness gate (kIPProgrammedCondition), and of a policy's
+// Programmed, which is also kReasonAgentDisabled or kReasonNoOperatorConfig.
 inline constexpr std::string_view kReasonProgrammed = "Programmed";
 inline constexpr std::string_view kReasonNotProgrammed = "NotProgrammed";
+inline constexpr std::string_view kReasonAgentDisabled = "AgentDisabled";
 
 // Event reasons beside the condition reasons above (a condition's Warning Event carries its
 // reason): a policy's addresses allocated, moved to another holder, released; a pool with no

@@ -333,10 +333,21 @@ TEST(Crd, GetShowsPrinterColumns) {
 
   auto policies = cp.kubectl({"get", "egp", "-A"});
   ASSERT_TRUE(policies.ok()) << policies.output;
-  EXPECT_THAT(headerWords(policies.output),
-              ElementsAre("NAMESPACE", "NAME", "POOL", "EGRESS-IPS", "PODS", "READY", "AGE"))
+  EXPECT_THAT(headerWords(policies.output), ElementsAre("NAMESPACE", "NAME", "POOL", "EGRESS-IPS",
+                                                        "PODS", "NODES", "READY", "AGE"))
       << policies.output;
   EXPECT_THAT(policies.output, HasSubstr("payments-partners"));
+
+  // A server-side printer column shows the first value of a list path only: NODES is a list
+  // of its own in the status, shown whole.
+  const std::string status =
+      R"({"status":{"egressIPs":["203.0.113.9","203.0.113.10"],"nodes":["node-a","node-b"]}})";
+  auto patched = cp.kubectl({"patch", "egp", "-n", "default", "payments-partners",
+                             "--subresource=status", "--type=merge", "-p", status});
+  ASSERT_TRUE(patched.ok()) << patched.output;
+  auto row = cp.kubectl({"get", "egp", "-n", "default", "payments-partners"});
+  EXPECT_THAT(row.output, HasSubstr(R"(["203.0.113.9","203.0.113.10"])")) << row.output;
+  EXPECT_THAT(row.output, HasSubstr(R"(["node-a","node-b"])")) << row.output;
 
   auto configs = cp.kubectl({"get", "eoc"});
   ASSERT_TRUE(configs.ok()) << configs.output;

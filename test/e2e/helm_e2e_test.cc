@@ -191,9 +191,10 @@ class HelmE2E : public ::testing::Test {
 };
 
 // The ClusterRole's rules, exactly: the derivation in templates/clusterrole.yaml, one line each.
-const std::set<Rule>& expectedClusterRules() {
+// With the agent (the default), also what sets the gateway pods' readiness gate.
+std::set<Rule> expectedClusterRules(bool agent) {
   using V = std::vector<std::string>;
-  static const std::set<Rule> kRules = {
+  std::set<Rule> rules = {
       {"", "pods", V{"list", "watch"}},
       {"", "namespaces", V{"list", "watch"}},
       {"", "nodes", V{"list", "watch"}},
@@ -211,7 +212,10 @@ const std::set<Rule>& expectedClusterRules() {
       {"networking.egressgateway.dev", "egressgatewaypolicies/finalizers", V{"update"}},
       {"", "events", V{"create", "patch"}},
   };
-  return kRules;
+  if (agent) {
+    rules.emplace("", "pods/status", V{"patch"});
+  }
+  return rules;
 }
 
 // Acceptance: helm install; every object the chart makes, as the API server has it.
@@ -222,7 +226,8 @@ TEST_F(HelmE2E, InstallMakesEveryObjectUpgradeChangesThemUninstallKeepsCRDsAndUs
       controlPlane().kubectl({"create", "priorityclass", priorityClass, "--value=1000000"}).ok());
   auto installed = install({"--set", "priorityClassName=" + priorityClass, "--set",
                             "operatorConfig.defaultPool=helm-default", "--set",
-                            std::string("operatorConfig.gatewayImage=") + kImage});
+                            std::string("operatorConfig.gatewayImage=") + kImage, "--set",
+                            "agent.enabled=false"});
   ASSERT_TRUE(installed.ok()) << installed.output;
   EXPECT_TRUE(contains(installed.output, "kubectl get ipp,egp -A")) << installed.output;
   EXPECT_TRUE(contains(installed.output, "named helm-default")) << installed.output;
@@ -256,7 +261,7 @@ TEST_F(HelmE2E, InstallMakesEveryObjectUpgradeChangesThemUninstallKeepsCRDsAndUs
 
   // RBAC: exactly the derived rules; Leases only in a Role of the release namespace.
   auto clusterRole = get({"clusterrole", kFullName});
-  EXPECT_EQ(rulesOf(clusterRole), expectedClusterRules());
+  EXPECT_EQ(rulesOf(clusterRole), expectedClusterRules(false));
   auto role = get({"role", "-n", kNamespace, std::string(kFullName) + "-leader-election"});
   EXPECT_EQ(rulesOf(role),
             (std::set<Rule>{{"coordination.k8s.io", "leases", {"create", "get", "update"}}}));
@@ -400,8 +405,10 @@ TEST_F(HelmE2E, InstallMakesEveryObjectUpgradeChangesThemUninstallKeepsCRDsAndUs
 // in-cluster configuration path: scenario 1 passes, and nothing is Forbidden.
 TEST_F(HelmE2E, OperatorRunsInClusterWithOnlyTheServiceAccountToken) {
   const std::string pool = "helm-incluster-" + suffix_;
+  // No agent runs here (the gateway pods' readiness gate would never be set).
   auto installed = install({"--set", "operatorConfig.defaultPool=" + pool, "--set",
-                            std::string("operatorConfig.gatewayImage=") + kImage});
+                            std::string("operatorConfig.gatewayImage=") + kImage, "--set",
+                            "agent.enabled=false"});
   ASSERT_TRUE(installed.ok()) << installed.output;
 
   // What a pod of the Deployment would have mounted: 1.20's token controller puts the
@@ -593,7 +600,9 @@ TEST_F(HelmE2E, PlainManifestsInstallWithKubectlApply) {
       {"wait", "-n", ns, "--for=condition=Available", "--timeout=120s", "deployment/" + name});
   EXPECT_TRUE(wait.ok()) << wait.output;
   EXPECT_EQ(field({"deployment", "-n", ns, name}, ".status.availableReplicas"), "2");
-  EXPECT_EQ(rulesOf(get({"clusterrole", name})), expectedClusterRules());
+  EXPECT_EQ(rulesOf(get({"clusterrole", name})), expectedClusterRules(true));
+  EXPECT_TRUE(exists({"get", "daemonset", "-n", ns, name + "-agent"})) << "the agent is on";
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.dataplane.agent"), "true");
   EXPECT_TRUE(exists({"get", "role", "-n", ns, name + "-leader-election"}));
   EXPECT_TRUE(exists({"get", "serviceaccount", "-n", ns, name}));
   EXPECT_FALSE(field({"operatorconfig", "default"}, ".spec.gatewayImage").empty());
@@ -708,7 +717,8 @@ TEST_F(HelmE2E, TemplateRendersMonitoringObjectsOnlyWhereTheirAPIIsServed) {
 // agents' Leases in the release namespace; and the API server's authorizer lets the agent's
 // ServiceAccount do exactly what egw-agent does (templates/agent-rbac.yaml), nothing more.
 TEST_F(HelmE2E, WithTheAgentTheDaemonSetRunsOnEveryNodeWithTheRBACItNeeds) {
-  auto installed = install({"--set", "agent.enabled=true"});
+  // The default.
+  auto installed = install({});
   ASSERT_TRUE(installed.ok()) << installed.output;
   // The agents' Leases live in a namespace of their own, which the chart makes: their right to
   // write Leases there reaches neither the operator's leader-election Lease nor any other.
@@ -882,6 +892,292 @@ TEST_F(HelmE2E, TemplateRefusesWrongValues) {
   EXPECT_TRUE(
       helmTemplate({"--set", "leaderElection.enabled=false", "--set", "replicaCount=1"}).ok());
   EXPECT_TRUE(helmTemplate({"--set", "resources.limits.cpu=500m"}).ok());
+}
+
+// values.schema.json accepts exactly the values egress-operator starts with (the issue: it took
+// operator.cacheSyncTimeout "0", which the operator refuses, a crash loop). For every value that
+// becomes an operator flag, each end of what the schema accepts and the odd but valid spellings:
+// helm template renders it, and the operator container's args, as the rendered Deployment has
+// them, start the real egress-operator against the control plane, which syncs its caches, takes
+// the Lease and starts its controller, and exits 0 on SIGTERM. Just past each end helm template
+// refuses, naming the value; where the chart still renders the value with the schema skipped,
+// the operator refuses it too (exit 2, naming the flag): the bound is the operator's own.
+TEST_F(HelmE2E, TheSchemasBoundaryValuesAreTheOperatorsToo) {
+  int renders = 0;
+  // The operator container's args in the Deployment that helm template renders with `values`;
+  // empty, with the failure in `error`, if helm or kubectl fails.
+  const auto renderedArgs = [&](std::vector<std::string> values, bool skipSchema,
+                                std::string& error) {
+    values.insert(values.end(), {"--show-only", "templates/deployment.yaml"});
+    if (skipSchema) {
+      values.emplace_back("--skip-schema-validation");
+    }
+    auto rendered = helmTemplate(values);
+    if (!rendered.ok()) {
+      error = rendered.output;
+      return std::vector<std::string>{};
+    }
+    const std::string file = tmp_.path() + "/boundary-" + std::to_string(++renders) + ".yaml";
+    std::ofstream(file) << rendered.output;
+    // kubectl reads the YAML as the API server would, quoting and all.
+    auto json = controlPlane().kubectl(
+        {"create", "--dry-run=client", "--validate=false", "-o", "json", "-f", file});
+    const auto doc = parseJson(json.output);
+    const auto* containers =
+        doc.IsObject() ? at(doc, {"spec", "template", "spec", "containers"}) : nullptr;
+    if (containers != nullptr && containers->IsArray()) {
+      for (const auto& c : containers->GetArray()) {
+        if (str(c, "name") == "operator") {
+          return strings(at(c, {"args"}));
+        }
+      }
+    }
+    error = "no operator container in\n" + rendered.output + "\n" + json.output;
+    return std::vector<std::string>{};
+  };
+  // What in those args only makes sense inside the pod, adapted to this out-of-cluster process:
+  // the bind addresses ":<port>" listen on every interface of the machine (in the pod, of the
+  // pod). Where the ports are not what a case is about, the chart's (8080, 8081, maybe taken on
+  // this machine) are dropped and the Operator helper's free loopback ports stand (its /readyz
+  // is then what op.ready() asks); where they are, the chart's port stays, on loopback. The
+  // helper also passes --kubeconfig (the admin's: there is no ServiceAccount token out of the
+  // cluster; helm's RBAC is another test's) and its own --graceful-shutdown-timeout,
+  // --kube-api-qps and --kube-api-burst, before these args: the operator takes the last of a
+  // repeated flag, so the chart's win. Everything else is passed as it is.
+  const auto adapt = [](const std::vector<std::string>& chartArgs, bool keepPorts) {
+    std::vector<std::string> out;
+    for (const auto& arg : chartArgs) {
+      const auto colon = arg.find("=:");
+      const std::string flag = arg.substr(0, colon);
+      if (colon == std::string::npos ||
+          (flag != "--metrics-bind-address" && flag != "--health-probe-bind-address")) {
+        out.push_back(arg);
+      } else if (keepPorts) {
+        out.push_back(flag + "=127.0.0.1:" + arg.substr(colon + 2));
+      }
+    }
+    return out;
+  };
+
+  // The informers need the CRDs. A Helm test before this one may have left them (kept, owned by
+  // the release); if not, they are applied here and deleted when the test ends, so that a later
+  // helm install finds no CRD it does not own.
+  struct AppliedCrds {
+    bool applied = false;
+    ~AppliedCrds() {
+      if (applied) {
+        controlPlane().kubectl({"delete", "-f", testenv::sourceDir() + "/manifests/",
+                                "--ignore-not-found", "--wait", "--timeout=180s"});
+      }
+    }
+  } crds;
+  if (!std::all_of(std::begin(kCrds), std::end(kCrds), [](const char* crd) {
+        return exists({"get", "crd", crd});
+      })) {
+    crds.applied = true;
+    ASSERT_EQ(installCrds(), "");
+  }
+  // The Lease namespace must exist for the Lease to be taken.
+  if (!exists({"get", "namespace", kNamespace})) {
+    ASSERT_EQ(controlPlane().createNamespace(kNamespace), "");
+    namespaces_.emplace_back(kNamespace);
+  }
+  // The longest names: a 63-character namespace (a DNS-1123 label) and a 253-character Lease
+  // name (a DNS-1123 subdomain); one longer each is refused.
+  const auto padded = [](std::string name, size_t size) {
+    name.resize(size, 'x');
+    return name;
+  };
+  const std::string longNs = padded("egw-bounds-" + suffix_ + "-", 63);
+  const std::string longAgentNs = padded("egw-agents-" + suffix_ + "-", 63);
+  const std::string longLease = std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                                std::string(63, 'c') + "." + std::string(61, 'd');
+  ASSERT_EQ(longLease.size(), 253u);
+  ASSERT_EQ(controlPlane().createNamespace(longNs), "");
+  namespaces_.push_back(longNs);
+
+  struct Accepted {
+    std::vector<std::string> values;
+    bool ports = false;  // the case is about the ports: the chart's stay (on loopback)
+  };
+  const std::string maxDuration = "99999.999h999999m999999s999999ms999999us999999ns";
+  const std::vector<Accepted> accepted = {
+      {{"--set", "operator.workers=1"}},
+      {{"--set", "operator.workers=1024"}},
+      // Numbers from a values file (or --set-json) are floats, which Helm prints as 1e+06 from
+      // a million on: --set-json renders them as a values file would. Any number is a QPS (a
+      // tiny positive one throttles the start as client-go's limiter would: not a bound).
+      {{"--set-json", "operator.kubeApiQps=-1.7976931348623157e308"}},  // no limit
+      {{"--set", "operator.kubeApiQps=0"}},                             // client-go's 5
+      {{"--set-json", "operator.kubeApiQps=1.7976931348623157e308"}},
+      {{"--set", "operator.kubeApiBurst=0"}},  // client-go's 10
+      {{"--set-json", "operator.kubeApiBurst=2147483647"}},
+      {{"--set", "operator.gracefulShutdownTimeoutSeconds=0"}},
+      {{"--set-json", "operator.gracefulShutdownTimeoutSeconds=3600000000"}},
+      {{"--set-string", "operator.syncPeriod=0"}},  // no resyncs
+      {{"--set-string", "operator.syncPeriod=0s"}},
+      {{"--set-string", "operator.syncPeriod=1ns"}},  // 1ms; the informers resync at most each 1s
+      {{"--set-string", "operator.syncPeriod=1.5h"}},
+      {{"--set-string", "operator.syncPeriod=1h30m"}},
+      {{"--set-string", "operator.syncPeriod=0.5s"}},
+      {{"--set-string", "operator.syncPeriod=250\u00b5s"}},
+      {{"--set-string", "operator.syncPeriod=" + maxDuration}},
+      {{"--set-string", "operator.cacheSyncTimeout=1s"}},
+      {{"--set-string", "operator.cacheSyncTimeout=1000ms"}},
+      {{"--set-string", "operator.cacheSyncTimeout=0.1m"}},
+      {{"--set-string", "operator.cacheSyncTimeout=" + maxDuration}},
+      {{"--set", "leaderElection.leaseName=a"}},
+      {{"--set", "leaderElection.leaseName=" + longLease}},
+      {{"--set", "leaderElection.namespace=" + longNs}},
+      {{"--set", "agent.enabled=true", "--set", "agent.leaseNamespace=" + longAgentNs}},
+      {{"--set", "ports.metrics=1", "--set", "ports.health=65535"}, true},
+      {{"--set", "ports.metrics=65535", "--set", "ports.health=1"}, true},
+  };
+  int started = 0;
+  for (const auto& [values, ports] : accepted) {
+    const std::string what = values.back();
+    SCOPED_TRACE(what);
+    std::string error;
+    const auto chartArgs = renderedArgs(values, false, error);
+    if (chartArgs.empty()) {
+      ADD_FAILURE() << "helm template refused a value the schema should accept: " << error;
+      continue;
+    }
+    if (ports && ::geteuid() != 0) {
+      std::printf("[ skipped  ] %s: port 1 needs root\n", what.c_str());
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    Operator op(tmp_.path(), "boundary-" + std::to_string(++started), adapt(chartArgs, ports));
+    ASSERT_TRUE(op.process().error().empty()) << op.process().error();
+    std::optional<int> exited;
+    const bool running = eventually(
+        [&] {
+          exited = op.process().reap(0s);
+          return exited || contains(op.process().log(), "started 1 controllers");
+        },
+        90s);
+    std::string args;
+    for (const auto& a : chartArgs) {
+      args += " " + a;
+    }
+    EXPECT_TRUE(running && !exited)
+        << "exit " << exitCode(exited).value_or(-1) << "; the chart's" << args << "\n"
+        << op.process().log();
+    EXPECT_TRUE(contains(op.process().log(), "caches synced")) << op.process().log();
+    EXPECT_TRUE(contains(op.process().log(), "became the leader")) << op.process().log();
+    if (ports) {
+      for (const auto* flag : {"--metrics-bind-address=:", "--health-probe-bind-address=:"}) {
+        for (const auto& a : chartArgs) {
+          if (a.rfind(flag, 0) == 0) {
+            const std::string port = a.substr(std::string(flag).size());
+            EXPECT_TRUE(contains(op.process().log(), "on port " + port + "\"")) << port;
+          }
+        }
+      }
+    } else {
+      EXPECT_TRUE(op.ready());
+    }
+    op.process().signal(SIGTERM);
+    EXPECT_EQ(exitCode(op.process().reap(60s)), 0) << op.process().log();
+    std::printf("[ started  ] %-62s %4lld ms\n", what.substr(0, 62).c_str(),
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - t0)
+                                           .count()));
+  }
+
+  struct Refused {
+    std::vector<std::string> values;
+    std::string path;  // in helm's message
+    std::string flag;  // in the operator's; "" where the operator is not asked (why: below)
+  };
+  const std::vector<Refused> refused = {
+      {{"--set", "operator.workers=0"}, "/operator/workers", "--workers"},
+      {{"--set", "operator.workers=1025"}, "/operator/workers", "--workers"},
+      {{"--set-string", "operator.kubeApiQps=fast"}, "/operator/kubeApiQps", "--kube-api-qps"},
+      {{"--set", "operator.kubeApiBurst=-1"}, "/operator/kubeApiBurst", "--kube-api-burst"},
+      {{"--set", "operator.kubeApiBurst=2147483648"}, "/operator/kubeApiBurst", "--kube-api-burst"},
+      {{"--set", "operator.gracefulShutdownTimeoutSeconds=-1"},
+       "/operator/gracefulShutdownTimeoutSeconds",
+       "--graceful-shutdown-timeout"},
+      {{"--set", "operator.gracefulShutdownTimeoutSeconds=3600000001"},
+       "/operator/gracefulShutdownTimeoutSeconds",
+       "--graceful-shutdown-timeout"},
+      {{"--set-string", "operator.syncPeriod="}, "/operator/syncPeriod", "--sync-period"},
+      {{"--set-string", "operator.syncPeriod=-1s"}, "/operator/syncPeriod", "--sync-period"},
+      {{"--set-string", "operator.syncPeriod=1d"}, "/operator/syncPeriod", "--sync-period"},
+      // Past the schema's longest (the pattern bounds the digits, so a sum stays below the
+      // operator's 1000000h); the operator takes these.
+      {{"--set-string", "operator.syncPeriod=100000h"}, "/operator/syncPeriod", ""},
+      {{"--set-string", "operator.syncPeriod=1000000m"}, "/operator/syncPeriod", ""},
+      {{"--set-string", "operator.cacheSyncTimeout=0"},
+       "/operator/cacheSyncTimeout",
+       "--cache-sync-timeout"},
+      {{"--set-string", "operator.cacheSyncTimeout=0s"},
+       "/operator/cacheSyncTimeout",
+       "--cache-sync-timeout"},
+      // Under a second the caches' first LISTs outlast the timeout and the operator exits 1;
+      // its flag, as controller-runtime's, takes any positive timeout.
+      {{"--set-string", "operator.cacheSyncTimeout=999ms"}, "/operator/cacheSyncTimeout", ""},
+      {{"--set-string", "operator.cacheSyncTimeout=0.9s"}, "/operator/cacheSyncTimeout", ""},
+      {{"--set-string", "operator.cacheSyncTimeout=100000h"}, "/operator/cacheSyncTimeout", ""},
+      {{"--set-string", "leaderElection.leaseName="},
+       "/leaderElection/leaseName",
+       "--leader-election-id"},
+      {{"--set", "leaderElection.leaseName=" + longLease + "d"},
+       "/leaderElection/leaseName",
+       "--leader-election-id"},
+      {{"--set", "leaderElection.leaseName=Egress"},
+       "/leaderElection/leaseName",
+       "--leader-election-id"},
+      {{"--set", "leaderElection.leaseName=egress_gateway"},
+       "/leaderElection/leaseName",
+       "--leader-election-id"},
+      {{"--set", "leaderElection.namespace=" + longNs + "x"},
+       "/leaderElection/namespace",
+       "--leader-election-namespace"},
+      {{"--set", "leaderElection.namespace=egress.system"},
+       "/leaderElection/namespace",
+       "--leader-election-namespace"},
+      {{"--set", "agent.enabled=true", "--set", "agent.leaseNamespace=" + longAgentNs + "x"},
+       "/agent/leaseNamespace",
+       "--agent-lease-namespace"},
+      {{"--set", "agent.enabled=true", "--set", "agent.leaseNamespace=Agents"},
+       "/agent/leaseNamespace",
+       "--agent-lease-namespace"},
+      // ":0" is a port the kernel picks, which the operator allows (tests use it); a
+      // containerPort of 0 is not one a pod may have.
+      {{"--set", "ports.metrics=0"}, "/ports/metrics", ""},
+      {{"--set", "ports.health=0"}, "/ports/health", ""},
+      {{"--set", "ports.metrics=65536"}, "/ports/metrics", "--metrics-bind-address"},
+      {{"--set", "ports.health=65536"}, "/ports/health", "--health-probe-bind-address"},
+      // A template check, not the schema's, so the chart renders this not even without the
+      // schema; the operator's refusal (both flags on one port) is manager_options_test's.
+      {{"--set", "ports.metrics=9000", "--set", "ports.health=9000"},
+       "ports.metrics and ports.health must differ",
+       ""},
+  };
+  for (const auto& [values, path, flag] : refused) {
+    const std::string what = values.back();
+    SCOPED_TRACE(what);
+    auto r = helmTemplate(values);
+    EXPECT_FALSE(r.ok()) << "the chart took it";
+    EXPECT_TRUE(contains(r.output, path)) << r.output;
+    if (flag.empty()) {
+      continue;
+    }
+    std::string error;
+    const auto chartArgs = renderedArgs(values, true, error);
+    ASSERT_FALSE(chartArgs.empty()) << error;
+    Operator op(tmp_.path(), "refused-" + std::to_string(++started),
+                adapt(chartArgs, path.rfind("/ports/", 0) == 0));
+    ASSERT_TRUE(op.process().error().empty()) << op.process().error();
+    EXPECT_EQ(exitCode(op.process().reap(30s)), 2) << op.process().log();
+    EXPECT_TRUE(contains(op.process().log(), flag)) << op.process().log();
+  }
+
+  controlPlane().kubectl({"delete", "lease", "-n", kNamespace, "egress-gateway-operator", "a",
+                          longLease, "--ignore-not-found"});
 }
 
 }  // namespace

@@ -125,6 +125,15 @@ out=$(as_nonroot /usr/local/bin/egw-agent --version 2>&1) || fail "egw-agent --v
 expect "egw-agent --version prints \"egw-agent $version\" (printed \"$out\")" \
   [ "$out" = "egw-agent $version" ]
 
+out=$(as_nonroot /usr/local/bin/egw-gateway --version 2>&1) || fail "egw-gateway --version exited $?: $out"
+expect "egw-gateway --version prints \"egw-gateway $version\" (printed \"$out\")" \
+  [ "$out" = "egw-gateway $version" ]
+# A gateway pod's container: it holds its place until the kubelet's SIGTERM, then exits 0 at once.
+rc=0
+out=$(as_nonroot timeout --preserve-status -s TERM 1 /usr/local/bin/egw-gateway 2>&1) || rc=$?
+expect "egw-gateway exits 0 on SIGTERM (exit $rc: $out)" \
+  [ "$rc" -eq 0 ] && grep -q "SIGTERM, exiting" <<<"$out"
+
 found=$(compilers_in "$root" | tr '\n' ' ')
 expect "no compiler in the image (found: ${found:-none})" [ -z "$found" ]
 found=$(dev_packages_in "$root" | tr '\n' ' ')

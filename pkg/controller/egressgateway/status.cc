@@ -82,6 +82,7 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
   const std::vector<std::string>& holders = plan.holders;
   s.egressIPs.clear();
   s.gateways.clear();
+  s.nodes.clear();
   int readyHolders = 0;
   for (size_t i = 0; i < ledger.size(); ++i) {
     v1alpha1::GatewayStatus g;
@@ -94,6 +95,9 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
       g.pod = holders[i];
       g.podUID = p.pod->metadata.uid;
       g.node = p.pod->spec.nodeName;
+      if (!g.node.empty() && std::find(s.nodes.begin(), s.nodes.end(), g.node) == s.nodes.end()) {
+        s.nodes.push_back(g.node);
+      }
       g.ready = p.ready && !p.terminating;
       readyHolders += g.ready ? 1 : 0;
     }
@@ -184,6 +188,8 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
         makeCondition(kConditionGatewayAvailable, false, kReasonProgressing, count, generation);
   }
 
+  const bool agent =
+      info.config != nullptr && info.config->spec.dataplane && info.config->spec.dataplane->agent;
   meta::Condition ready;
   if (allocated.status != meta::kConditionTrue) {
     ready = makeCondition(kConditionReady, false, allocated.reason, allocated.message, generation);
@@ -196,11 +202,38 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
                           generation);
   } else {
     ready = makeCondition(kConditionReady, true, kReasonReady,
-                          "every egress IP is held by a Ready gateway pod", generation);
+                          std::string("every egress IP is held by a Ready gateway pod") +
+                              (agent ? "" : "; no node carries its traffic (see Programmed)"),
+                          generation);
+  }
+  // Whether packets leave with the egress IPs. With the agent a holder is Ready only once the
+  // agent on its node has programmed its IPs (the readiness gate), so the Ready holders say it.
+  // Without it nothing does: the policy is bookkeeping, and says so rather than let Ready alone
+  // suggest traffic.
+  meta::Condition programmed;
+  if (info.config == nullptr) {
+    programmed = makeCondition(kConditionProgrammed, false, kReasonNoOperatorConfig,
+                               "OperatorConfig default does not exist", generation);
+  } else if (!agent) {
+    programmed = makeCondition(
+        kConditionProgrammed, false, kReasonAgentDisabled,
+        "OperatorConfig default has spec.dataplane.agent false: no node programs these egress "
+        "IPs, and the selected pods leave with their nodes' addresses as before",
+        generation);
+  } else if (entries > 0 && readyHolders == entries) {
+    programmed =
+        makeCondition(kConditionProgrammed, true, kReasonProgrammed,
+                      "egw-agent on each holder's node carries its egress IPs", generation);
+  } else {
+    programmed = makeCondition(kConditionProgrammed, false, kReasonNotProgrammed,
+                               std::to_string(readyHolders) + " of " + std::to_string(entries) +
+                                   " egress IPs are programmed on a Ready holder's node",
+                               generation);
   }
   meta::setCondition(s.conditions, allocated, now);
   meta::setCondition(s.conditions, available, now);
   meta::setCondition(s.conditions, ready, now);
+  meta::setCondition(s.conditions, programmed, now);
   return s;
 }
 

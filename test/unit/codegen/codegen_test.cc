@@ -177,6 +177,7 @@ struct WidgetSpec {
 // +kubebuilder:resource:scope=Namespaced,shortName=wd;wdg,categories=test
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name=Size,type=integer,JSONPath=.spec.size
+// +kubebuilder:printcolumn:name=Wide,type=string,JSONPath=.spec.ip,priority=1
 struct Widget {
   meta::ObjectMeta metadata;
   // +required
@@ -213,6 +214,8 @@ TEST(CodegenEmitTest, CrdIsValidYamlWithTheSchemaTheMarkersAskFor) {
   const auto version = crd["spec"]["versions"][0];
   EXPECT_TRUE(version["subresources"]["status"].IsMap());
   EXPECT_EQ(version["additionalPrinterColumns"][0]["jsonPath"].as<std::string>(), ".spec.size");
+  EXPECT_FALSE(version["additionalPrinterColumns"][0]["priority"]);
+  EXPECT_EQ(version["additionalPrinterColumns"][1]["priority"].as<int>(), 1);
   const auto root = version["schema"]["openAPIV3Schema"];
   EXPECT_EQ(root["required"][0].as<std::string>(), "spec");
   const auto spec = root["properties"]["spec"];
@@ -432,6 +435,10 @@ TEST(CodegenParserTest, MarkerArgumentErrorsNameTheLine) {
                     "// +kubebuilder:printcolumn:name=A,type=int,JSONPath=.a\nstruct A {\n"
                     "  meta::ObjectMeta metadata;\n};\n"),
             "types.h:6: printcolumn type int: one of integer, number, string, boolean, date");
+  EXPECT_EQ(errorOf("// +genclient\n// +kubebuilder:resource:scope=Namespaced\n"
+                    "// +kubebuilder:printcolumn:name=A,type=string,JSONPath=.a,priority=high\n"
+                    "struct A {\n  meta::ObjectMeta metadata;\n};\n"),
+            "types.h:6: printcolumn priority high: a number from 0 to 99");
 }
 
 // CEL rules are quoted Go strings in kubebuilder's markers; a comma inside the quotes is not an

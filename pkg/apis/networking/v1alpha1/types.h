@@ -294,6 +294,11 @@ struct EgressGatewayPolicyStatus {
   // The allocation ledger, one entry per gateway replica slot, in order.
   // +kubebuilder:validation:MaxItems=64
   std::vector<GatewayStatus> gateways;
+  // The nodes the ledger's egress IPs leave from (gateways[*].node, distinct, in ledger order):
+  // for `kubectl get`, whose printer columns show one value of a list path, not all.
+  // +kubebuilder:validation:MaxItems=64
+  // +kubebuilder:validation:items:MaxLength=253
+  std::vector<std::string> nodes;
   // Source pods the policy selects.
   // +emitzero
   int32_t selectedPods = 0;
@@ -315,6 +320,7 @@ struct EgressGatewayPolicyStatus {
 // +kubebuilder:printcolumn:name=Pool,type=string,JSONPath=.status.pool
 // +kubebuilder:printcolumn:name=Egress-IPs,type=string,JSONPath=.status.egressIPs
 // +kubebuilder:printcolumn:name=Pods,type=integer,JSONPath=.status.selectedPods
+// +kubebuilder:printcolumn:name=Nodes,type=string,JSONPath=.status.nodes
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=.status.conditions[?(@.type=="Ready")].status
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=.metadata.creationTimestamp
 struct EgressGatewayPolicy {

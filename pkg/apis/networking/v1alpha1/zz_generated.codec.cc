@@ -254,6 +254,7 @@ meta::Decoded<EgressGatewayPolicyStatus> decodeEgressGatewayPolicyStatus(
   r.read("pool", out.pool);
   r.read("egressIPs", out.egressIPs);
   r.list("gateways", out.gateways, decodeGatewayStatus);
+  r.read("nodes", out.nodes);
   r.read("selectedPods", out.selectedPods);
   r.read("observedGeneration", out.observedGeneration);
   r.list("conditions", out.conditions, meta::decodeCondition);
@@ -272,6 +273,7 @@ void encodeEgressGatewayPolicyStatus(meta::JsonWriter& w, const EgressGatewayPol
     }
     w.EndArray();
   }
+  meta::writeFieldIfSet(w, "nodes", v.nodes);
   meta::writeField(w, "selectedPods", v.selectedPods);
   meta::writeFieldIfSet(w, "observedGeneration", v.observedGeneration);
   if (!v.conditions.empty()) {

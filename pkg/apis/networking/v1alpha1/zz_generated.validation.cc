@@ -328,6 +328,15 @@ void validateEgressGatewayPolicyStatusFields(const EgressGatewayPolicyStatus& v,
     validateGatewayStatusFields(v.gateways[i],
                                 join(path, "gateways") + "[" + std::to_string(i) + "]", errs);
   }
+  if (v.nodes.size() > 64) {
+    errs.push_back({join(path, "nodes"), "must have at most 64 items"});
+  }
+  for (size_t i = 0; i < v.nodes.size(); ++i) {
+    if (v.nodes[i].size() > 253) {
+      errs.push_back(
+          {join(path, "nodes") + "[" + std::to_string(i) + "]", "may not be longer than 253"});
+    }
+  }
   {
     std::set<std::string> seen;
     for (size_t i = 0; i < v.conditions.size(); ++i) {
