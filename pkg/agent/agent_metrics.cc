@@ -71,11 +71,13 @@ void AgentMetrics::kernelCounts(const std::map<std::string, dataplane::NftCount>
     return delta;
   };
   for (const auto& [name, count] : counters) {
+    // Every counter's reading is the next one's baseline, those without a series yet too: an
+    // agent that restarts keeps an unchanged table, whose counts before it started are not its
+    // own to report.
+    const auto delta = added(name, count);
     if (auto reason = kReasons.find(name); reason != kReasons.end()) {
-      tunnelDrops_->Add({{"reason", reason->second}})
-          .Increment(static_cast<double>(added(name, count).packets));
+      tunnelDrops_->Add({{"reason", reason->second}}).Increment(static_cast<double>(delta.packets));
     } else if (auto series = egress_.find(name); series != egress_.end()) {
-      const auto delta = added(name, count);
       series->second.packets->Increment(static_cast<double>(delta.packets));
       series->second.bytes->Increment(static_cast<double>(delta.bytes));
     }
@@ -100,7 +102,7 @@ void AgentMetrics::tableApplied(const std::vector<dataplane::NftEgressIP>& egres
     }
     const auto slash = e.policy.find('/');
     const std::map<std::string, std::string> labels = {
-        {"namespace", e.policy.substr(0, slash)},
+        {"policy_namespace", e.policy.substr(0, slash)},
         {"policy", slash == std::string::npos ? "" : e.policy.substr(slash + 1)},
         {"egress_ip", e.ip.toString()}};
     now.emplace(name,

@@ -50,9 +50,11 @@ Result<Ok, std::string> validateManagerOptions(const ManagerOptions& options) {
   if (!probes) {
     return "--health-probe-bind-address: " + probes.error();
   }
-  // Two listeners on one port: the second bind would fail at start, after the flags.
+  // Two listeners on one port: the second bind would fail at start, after the flags. A wildcard
+  // host (absent, 0.0.0.0 or ::) takes the port on every address, so it clashes with any.
+  auto everywhere = [](const BindAddress& b) { return !b.host || b.host->is_unspecified(); };
   if (*metrics && *probes && (*metrics)->port != 0 && (*metrics)->port == (*probes)->port &&
-      (!(*metrics)->host || !(*probes)->host || (*metrics)->host == (*probes)->host)) {
+      (everywhere(**metrics) || everywhere(**probes) || (*metrics)->host == (*probes)->host)) {
     return "--metrics-bind-address and --health-probe-bind-address must not share port " +
            std::to_string((*metrics)->port);
   }

@@ -561,10 +561,12 @@ class Builder {
       });
     }
 
-    // What leaves with each egress IP held here, after the guard (so only what really leaves)
-    // and after NAT (so every packet of a connection carries the egress IP, not only the first,
-    // which alone passes the NAT chains): the agent's per-policy counters.
-    chain("account", "filter", "postrouting", 102);
+    // What leaves with each egress IP held here: after NAT (so every packet of a connection
+    // carries the egress IP, not only the first, which alone passes the NAT chains), after the
+    // guard and the fence's snat_gate (111: so only what really leaves), and only connections
+    // SNATed to it (a pod on this node that sends with the egress IP as its own source is not the
+    // policy's traffic, whatever it claims): the agent's per-policy counters.
+    chain("account", "filter", "postrouting", 115);
     for (const auto& eip : t_.egressIPs) {
       if (!eip.held) {
         continue;
@@ -577,6 +579,8 @@ class Builder {
         e_.match(
             "==", [&] { e_.payload(proto(eip.ip.family), "saddr"); },
             [&] { e_.str(eip.ip.toString()); });
+        e_.match(
+            "in", [&] { e_.ct("status"); }, [&] { w_.String("snat"); });
         countAs(egressCounter(eip.ip));
       });
     }

@@ -16,8 +16,9 @@
 //             held here by its mark, ports preserved (no fully-random: a connection survives a
 //             move of its IP).
 //   guard     postrouting, srcnat+1: drops tunnel traffic leaving un-SNATed.
-//   account   postrouting, srcnat+2: counts what leaves with each egress IP held here (named
-//             counter egress_<address>, '.' and ':' as '_'), for the agent's per-policy metrics.
+//   account   postrouting, srcnat+15 (after the fence's snat_gate): counts what leaves with
+//             each egress IP held here on connections SNATed to it (named counter
+//             egress_<address>, '.' and ':' as '_'), for the agent's per-policy metrics.
 //   unmark    postrouting, srcnat+10: clears our mark bits on packets into the tunnel, else the
 //             outer packet inherits the mark and is routed into the tunnel again.
 //   forward   no tunnel-to-tunnel forwarding; TCP MSS clamped to the tunnel's MTU; UDP to a

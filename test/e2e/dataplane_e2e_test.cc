@@ -443,7 +443,7 @@ TEST_F(DataplaneE2E, TheHoldersAgentCountsThePolicysBytes) {
   ASSERT_FALSE(holderNode.empty());
   const int h = holderNode.back() - '0';
   const std::map<std::string, std::string> labels = {
-      {"namespace", kNs}, {"policy", "web"}, {"egress_ip", egressIP_}};
+      {"policy_namespace", kNs}, {"policy", "web"}, {"egress_ip", egressIP_}};
   auto counted = [&](const char* metric) { return metricSum(agentMetrics(h), metric, labels); };
   const double bytes0 = counted("egw_agent_egress_bytes_total");
   const double packets0 = counted("egw_agent_egress_packets_total");

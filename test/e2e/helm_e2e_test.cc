@@ -387,8 +387,9 @@ TEST_F(HelmE2E, InstallMakesEveryObjectUpgradeChangesThemUninstallKeepsCRDsAndUs
   }
   EXPECT_TRUE(exists({"get", "ipampool", pool}));
   EXPECT_TRUE(exists({"get", "egp", "-n", ns, "kept"}));
-  // A hook, so not the release's to delete: the operator's settings survive a reinstall.
+  // Kept (helm.sh/resource-policy: keep, as the CRDs): the operator's settings survive it.
   EXPECT_TRUE(exists({"get", "operatorconfig", "default"}));
+  const std::string configUid = field({"operatorconfig", "default"}, ".metadata.uid");
 
   // Installing again adopts the kept CRDs; the users' objects are untouched.
   const std::string uid = field({"crd", kCrds[0]}, ".metadata.uid");
@@ -396,8 +397,13 @@ TEST_F(HelmE2E, InstallMakesEveryObjectUpgradeChangesThemUninstallKeepsCRDsAndUs
   ASSERT_TRUE(again.ok()) << again.output;
   EXPECT_EQ(field({"crd", kCrds[0]}, ".metadata.uid"), uid);
   EXPECT_TRUE(exists({"get", "egp", "-n", ns, "kept"}));
+  // The kept OperatorConfig, adopted (same object) with this install's values: the defaults,
+  // the operator's own image run as egw-gateway.
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".metadata.uid"), configUid);
   EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.gatewayImage"),
-            "registry.example.com/egress/gateway:0.1.0");
+            "egress-gateway-operator:0.1.0");
+  EXPECT_EQ(field({"operatorconfig", "default"}, ".spec.gatewayCommand"),
+            R"(["/usr/local/bin/egw-gateway"])");
   controlPlane().kubectl({"delete", "priorityclass", priorityClass});
 }
 

@@ -16,8 +16,6 @@ using meta::JsonWriter;
 
 // The gateway container's user and group (the image's nonroot user, as the operator's own).
 constexpr int64_t kGatewayUser = 65532;
-// What the gateway container runs: the placeholder of the project's image (cmd/egw-gateway).
-constexpr std::string_view kGatewayCommand = "/usr/local/bin/egw-gateway";
 
 void writeMap(JsonWriter& w, std::string_view key, const meta::StringMap& m) {
   meta::writeKey(w, key);
@@ -165,11 +163,14 @@ std::string deploymentBody(const v1alpha1::EgressGatewayPolicy& policy, const Ga
   w.StartObject();
   meta::writeField(w, "name", "gateway");
   meta::writeField(w, "image", shape.image);
-  // Named, since the image's entrypoint is the operator.
-  meta::writeKey(w, "command");
-  w.StartArray();
-  w.String(kGatewayCommand.data(), static_cast<rapidjson::SizeType>(kGatewayCommand.size()));
-  w.EndArray();
+  if (!shape.command.empty()) {
+    meta::writeKey(w, "command");
+    w.StartArray();
+    for (const auto& arg : shape.command) {
+      w.String(arg.data(), static_cast<rapidjson::SizeType>(arg.size()));
+    }
+    w.EndArray();
+  }
   meta::writeKey(w, "env");
   w.StartArray();
   for (const auto& [envName, path] :
@@ -238,6 +239,7 @@ GatewayShape gatewayShape(const v1alpha1::EgressGatewayPolicy& policy,
   const auto& own = policy.spec.gateway;
   if (config != nullptr) {
     shape.image = config->spec.gatewayImage;
+    shape.command = config->spec.gatewayCommand;
   }
   if (own.replicas) {
     shape.replicas = *own.replicas;

@@ -39,7 +39,8 @@ namespace v1alpha1 = networking::v1alpha1;
 // The gateway's shape after the OperatorConfig's defaults: the policy's own settings win.
 struct GatewayShape {
   std::string image;
-  int32_t replicas = 2;  // desired (spec); the Deployment runs one pod per ledger entry
+  std::vector<std::string> command;  // empty: the image's entrypoint
+  int32_t replicas = 2;              // desired (spec); the Deployment runs one pod per ledger entry
   meta::StringMap nodeSelector;
   std::vector<v1alpha1::Toleration> tolerations;
   std::optional<v1alpha1::ResourceRequirements> resources;

@@ -84,6 +84,9 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
   s.gateways.clear();
   s.nodes.clear();
   int readyHolders = 0;
+  // Ready holders whose readiness gate the agent's report opened: a pod made before the agent
+  // was switched on is Ready without one, and nothing has programmed its IPs.
+  int programmedHolders = 0;
   for (size_t i = 0; i < ledger.size(); ++i) {
     v1alpha1::GatewayStatus g;
     for (const auto& a : ledger[i]) {
@@ -100,6 +103,7 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
       }
       g.ready = p.ready && !p.terminating;
       readyHolders += g.ready ? 1 : 0;
+      programmedHolders += g.ready && p.programmed.value_or(false) ? 1 : 0;
     }
     s.gateways.push_back(std::move(g));
   }
@@ -220,15 +224,16 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
         "OperatorConfig default has spec.dataplane.agent false: no node programs these egress "
         "IPs, and the selected pods leave with their nodes' addresses as before",
         generation);
-  } else if (entries > 0 && readyHolders == entries) {
+  } else if (entries > 0 && programmedHolders == entries) {
     programmed =
         makeCondition(kConditionProgrammed, true, kReasonProgrammed,
                       "egw-agent on each holder's node carries its egress IPs", generation);
   } else {
-    programmed = makeCondition(kConditionProgrammed, false, kReasonNotProgrammed,
-                               std::to_string(readyHolders) + " of " + std::to_string(entries) +
-                                   " egress IPs are programmed on a Ready holder's node",
-                               generation);
+    programmed =
+        makeCondition(kConditionProgrammed, false, kReasonNotProgrammed,
+                      std::to_string(programmedHolders) + " of " + std::to_string(entries) +
+                          " egress IPs are programmed on a Ready holder's node",
+                      generation);
   }
   meta::setCondition(s.conditions, allocated, now);
   meta::setCondition(s.conditions, available, now);

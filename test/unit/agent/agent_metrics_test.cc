@@ -45,11 +45,11 @@ class AgentMetricsTest : public ::testing::Test {
   }
   double bytes(const std::string& ip, const std::string& ns, const std::string& policy) {
     return value("egw_agent_egress_bytes_total",
-                 {{"namespace", ns}, {"policy", policy}, {"egress_ip", ip}});
+                 {{"policy_namespace", ns}, {"policy", policy}, {"egress_ip", ip}});
   }
   double packets(const std::string& ip, const std::string& ns, const std::string& policy) {
     return value("egw_agent_egress_packets_total",
-                 {{"namespace", ns}, {"policy", policy}, {"egress_ip", ip}});
+                 {{"policy_namespace", ns}, {"policy", policy}, {"egress_ip", ip}});
   }
 
   prometheus::Registry registry_;
@@ -91,6 +91,17 @@ TEST_F(AgentMetricsTest, AReplacedTableStartsItsCountersOverAndNothingIsLostOrCo
   // A table someone else replaced: a count below the last is taken whole.
   metrics_.kernelCounts({{name("192.0.2.10"), {1, 50}}});
   EXPECT_EQ(bytes("192.0.2.10", "team-a", "web"), 1650);
+}
+
+// A restarted agent keeps an unchanged table (same digest): what its counters held before the
+// agent started is not counted again (a counter's reset, to Prometheus, is the process's start).
+TEST_F(AgentMetricsTest, AnAgentRestartedOnAnUnchangedTableCountsOnlyWhatLeavesAfterward) {
+  metrics_.kernelCounts({{name("192.0.2.10"), {1000, 900000}}});
+  metrics_.tableApplied({held("192.0.2.10", "team-a/web")}, false);
+  EXPECT_EQ(bytes("192.0.2.10", "team-a", "web"), 0);
+  metrics_.kernelCounts({{name("192.0.2.10"), {1002, 900300}}});
+  EXPECT_EQ(bytes("192.0.2.10", "team-a", "web"), 300);
+  EXPECT_EQ(packets("192.0.2.10", "team-a", "web"), 2);
 }
 
 TEST_F(AgentMetricsTest, AnAddressNoLongerHeldHereTakesItsSeriesAlong) {

@@ -111,6 +111,7 @@ TEST(OperatorConfigUpdateMattersToPolicies, SpecIdentityAndDeletionDo) {
   const auto before = config();
   std::vector<std::pair<const char*, std::function<void(v1alpha1::OperatorConfig&)>>> changes = {
       {"gatewayImage", [](auto& c) { c.spec.gatewayImage = "example.invalid/gw:2"; }},
+      {"gatewayCommand", [](auto& c) { c.spec.gatewayCommand = {"/usr/local/bin/egw-gateway"}; }},
       {"clusterCIDRs", [](auto& c) { c.spec.clusterCIDRs.push_back("10.96.0.0/12"); }},
       {"generation", [](auto& c) { c.metadata.generation = 4; }},
       {"uid", [](auto& c) { c.metadata.uid = "c2"; }},

@@ -50,6 +50,24 @@ TEST(Render, TheDeploymentRunsOnePodPerEntryWithNoSurgeAndOwnsNothingElse) {
                "billing");
 }
 
+// The OperatorConfig's gatewayCommand (the project's image: egw-gateway) or, without one, the
+// image's own entrypoint (an image of the user's, as before there was a default).
+TEST(Render, TheGatewayRunsTheConfiguredCommandOrTheImagesEntrypoint) {
+  auto p = policy();
+  v1alpha1::OperatorConfig config;
+  config.spec.gatewayImage = "egress-gateway-operator:0.1.0";
+  config.spec.gatewayCommand = {"/usr/local/bin/egw-gateway"};
+  auto d = parse(renderDeployment(p, gatewayShape(p, &config), 1).body);
+  const auto& c = d["spec"]["template"]["spec"]["containers"][0];
+  ASSERT_TRUE(c.HasMember("command"));
+  ASSERT_EQ(c["command"].Size(), 1U);
+  EXPECT_STREQ(c["command"][0].GetString(), "/usr/local/bin/egw-gateway");
+  config.spec.gatewayImage = "registry.example/mine:1";
+  config.spec.gatewayCommand.clear();
+  auto mine = parse(renderDeployment(p, gatewayShape(p, &config), 1).body);
+  EXPECT_FALSE(mine["spec"]["template"]["spec"]["containers"][0].HasMember("command"));
+}
+
 TEST(Render, BodiesAreDeterministicAndTheirDigestFollowsEveryInput) {
   auto p = policy();
   GatewayShape shape;
@@ -61,6 +79,9 @@ TEST(Render, BodiesAreDeterministicAndTheirDigestFollowsEveryInput) {
   EXPECT_NE(renderDeployment(p, shape, 2).hash, a.hash);
   shape.image = "img:2";
   EXPECT_NE(renderDeployment(p, shape, 2).hash, a.hash);
+  const auto b = renderDeployment(p, shape, 2);
+  shape.command = {"/usr/local/bin/egw-gateway"};
+  EXPECT_NE(renderDeployment(p, shape, 2).hash, b.hash);
 }
 
 // A policy with a toleration of its own.

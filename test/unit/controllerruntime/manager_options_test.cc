@@ -111,6 +111,8 @@ TEST(ManagerOptionsTest, SharedPortsAndOverlongDurationsAreRefused) {
   EXPECT_THAT(check(":8080", ":8080").error(), HasSubstr("must not share port 8080"));
   EXPECT_THAT(check(":8080", "127.0.0.1:8080").error(), HasSubstr("must not share port 8080"));
   EXPECT_THAT(check("[::1]:9000", "[::1]:9000").error(), HasSubstr("must not share port 9000"));
+  EXPECT_THAT(check("0.0.0.0:8080", "127.0.0.1:8080").error(), HasSubstr("must not share port"));
+  EXPECT_THAT(check("127.0.0.1:8080", "[::]:8080").error(), HasSubstr("must not share port"));
   EXPECT_TRUE(check("127.0.0.1:8080", "127.0.0.2:8080"));
   EXPECT_TRUE(check(":0", ":0"));
   EXPECT_TRUE(check("0", ":8081"));

@@ -479,6 +479,12 @@ struct OperatorConfigSpec {
   // +kubebuilder:validation:MinLength=1
   // +kubebuilder:validation:MaxLength=512
   std::string gatewayImage;
+  // The gateway container's command; absent or empty: the image's own entrypoint. The project's
+  // image needs ["/usr/local/bin/egw-gateway"] (its entrypoint is the operator), which holds the
+  // pod's place: egw-agent carries the packets.
+  // +kubebuilder:validation:MaxItems=16
+  // +kubebuilder:validation:items:MaxLength=1024
+  std::vector<std::string> gatewayCommand;
   // The IPAMPool of policies whose spec.egressIP.pool is absent.
   // +kubebuilder:validation:MaxLength=253
   // +kubebuilder:validation:Pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$

@@ -461,6 +461,7 @@ meta::Decoded<OperatorConfigSpec> decodeOperatorConfigSpec(const rapidjson::Valu
   meta::FieldReader r(v);
   OperatorConfigSpec out;
   r.read("gatewayImage", out.gatewayImage);
+  r.read("gatewayCommand", out.gatewayCommand);
   r.read("defaultPool", out.defaultPool);
   r.object("gatewayDefaults", out.gatewayDefaults, decodeGatewaySpec);
   r.read("clusterCIDRs", out.clusterCIDRs);
@@ -471,6 +472,7 @@ meta::Decoded<OperatorConfigSpec> decodeOperatorConfigSpec(const rapidjson::Valu
 void encodeOperatorConfigSpec(meta::JsonWriter& w, const OperatorConfigSpec& v) {
   w.StartObject();
   meta::writeField(w, "gatewayImage", v.gatewayImage);
+  meta::writeFieldIfSet(w, "gatewayCommand", v.gatewayCommand);
   meta::writeFieldIfSet(w, "defaultPool", v.defaultPool);
   if (v.gatewayDefaults) {
     meta::writeKey(w, "gatewayDefaults");

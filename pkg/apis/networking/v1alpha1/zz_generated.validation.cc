@@ -530,6 +530,15 @@ void validateOperatorConfigSpecFields(const OperatorConfigSpec& v, const std::st
       errs.push_back({join(path, "gatewayImage"), "may not be longer than 512"});
     }
   }
+  if (v.gatewayCommand.size() > 16) {
+    errs.push_back({join(path, "gatewayCommand"), "must have at most 16 items"});
+  }
+  for (size_t i = 0; i < v.gatewayCommand.size(); ++i) {
+    if (v.gatewayCommand[i].size() > 1024) {
+      errs.push_back({join(path, "gatewayCommand") + "[" + std::to_string(i) + "]",
+                      "may not be longer than 1024"});
+    }
+  }
   if (!v.defaultPool.empty()) {
     if (v.defaultPool.size() > 253) {
       errs.push_back({join(path, "defaultPool"), "may not be longer than 253"});
