@@ -340,11 +340,23 @@ int main() {
   }
   // Every file the demo writes (the control plane's run directory, the cluster's logs and
   // rendered YAML) goes to a tmpfs of its private mount namespace, so none is left behind even
-  // when a signal ends the demo before its destructors run.
-  const std::string tmp = std::filesystem::temp_directory_path().string();
-  if (mount("tmpfs", tmp.c_str(), "tmpfs", 0, "mode=1777") != 0) {
-    std::perror(("egw-demo: mount tmpfs on " + tmp + " (files stay there after a signal)").c_str());
+  // when a signal ends the demo before its destructors run (then only the empty mount point
+  // stays). Not a tmpfs over /tmp itself: the repository or the build may live there.
+  std::string dir = (std::filesystem::temp_directory_path() / "egw-demo.XXXXXX").string();
+  const bool own = mkdtemp(dir.data()) != nullptr;
+  if (!own || mount("tmpfs", dir.c_str(), "tmpfs", 0, "mode=1777") != 0) {
+    std::perror(("egw-demo: a tmpfs on " + dir + " (files stay after a signal)").c_str());
+  } else {
+    setenv("TMPDIR", dir.c_str(), 1);
   }
-  egress::e2e::Demo demo;
-  return demo.run();
+  int rc = 0;
+  {
+    egress::e2e::Demo demo;
+    rc = demo.run();
+  }
+  if (own) {
+    umount2(dir.c_str(), MNT_DETACH);
+    rmdir(dir.c_str());
+  }
+  return rc;
 }
