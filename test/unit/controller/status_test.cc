@@ -109,6 +109,45 @@ TEST(DesiredStatus, ReadyOnlyWhenEveryEntryIsHeldByAReadyPodOfARolledOutDeployme
   EXPECT_EQ(cond(s, kConditionReady).lastTransitionTime, kNow);
 }
 
+// Programmed says whether a data plane carries the policy: never without the agent (however
+// Ready it is), and with it only once every holder is Ready through its IPProgrammed gate (a pod
+// made before the agent was switched on is Ready without one). status.nodes lists the holders'
+// nodes, each once.
+TEST(DesiredStatus, ProgrammedOnlyWithTheAgentAndEveryHoldersGateOpen) {
+  auto i = info();
+  const auto a = allocated();
+  addDeployment(i, 2, 2);
+  addPod(i, "a", "203.0.113.1", true, 10);
+  addPod(i, "b", "203.0.113.2", true, 11);
+  auto s = desired(i, a, kNow);
+  EXPECT_EQ(cond(s, kConditionReady).status, "True");
+  EXPECT_EQ(cond(s, kConditionProgrammed).status, "False");
+  EXPECT_EQ(cond(s, kConditionProgrammed).reason, "AgentDisabled");
+  EXPECT_THAT(cond(s, kConditionReady).message, ::testing::HasSubstr("see Programmed"));
+  EXPECT_THAT(s.nodes, ElementsAre("node-a", "node-b"));
+
+  auto config = std::make_shared<v1alpha1::OperatorConfig>(*i.config);
+  config->spec.dataplane = v1alpha1::DataplaneSpec{.agent = true};
+  i.config = config;
+  s = desired(i, a, kNow);
+  EXPECT_EQ(cond(s, kConditionProgrammed).reason, "NotProgrammed") << "Ready, but no gate";
+  EXPECT_EQ(cond(s, kConditionProgrammed).message,
+            "0 of 2 egress IPs are programmed on a Ready holder's node");
+  i.egressPods.at("a").programmed = true;
+  i.egressPods.at("b").programmed = false;
+  s = desired(i, a, kNow);
+  EXPECT_EQ(cond(s, kConditionProgrammed).status, "False");
+  i.egressPods.at("b").programmed = true;
+  s = desired(i, a, kNow);
+  EXPECT_EQ(cond(s, kConditionProgrammed).status, "True");
+  EXPECT_EQ(cond(s, kConditionProgrammed).reason, "Programmed");
+  EXPECT_THAT(cond(s, kConditionReady).message, ::testing::Not(::testing::HasSubstr("Programmed")));
+
+  i.config = nullptr;
+  s = desired(i, a, kNow);
+  EXPECT_EQ(cond(s, kConditionProgrammed).reason, "NoOperatorConfig");
+}
+
 TEST(DesiredStatus, OnlyAProvenGatewayPodOfTheRecordedUidHolds) {
   auto i = info();
   const auto ledger = allocated().entries;
