@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
                   "Device with the node's InternalIP (default: found from the Node's address).");
   flags.addInt("tunnel-vni", vni, "VNI of the egw0 VXLAN tunnel.");
   flags.addInt("tunnel-port", port, "UDP port of the egw0 VXLAN tunnel (not 4789/8472).");
-  flags.addInt("mark-mask", markMask, "Packet mark bits the agent owns (kube-proxy: 0xc000).");
+  flags.addInt("mark-mask", markMask,
+               "Packet mark bits the agent owns, decimal or 0x hex (kube-proxy uses 0xc000).");
   flags.addInt("table-base", tableBase, "First routing table the agent owns.");
   flags.addString("reply", reply,
                   "Reply path: symmetric (through the tunnel) or cni (the CNI's own routing).");
@@ -123,8 +124,14 @@ int main(int argc, char** argv) {
   if (markMask <= 0 || markMask > 0xffffffffLL || values < 3 || (values & (values + 1)) != 0) {
     return usage("--mark-mask must be contiguous bits, at least 2 of them");
   }
-  if (tableBase < 1 || tableBase > 0x7fffffff - 256 || (tableBase >= 253 && tableBase <= 255)) {
-    return usage("--table-base must be a free table number (not 253-255)");
+  // It owns tables base (replies) to base + the mask's highest value (one per mark): none of
+  // them may be the kernel's default, main or local (253-255), nor past the 32-bit range.
+  const int64_t lastTable = tableBase + static_cast<int64_t>(values);
+  if (tableBase < 1 || lastTable > 0x7fffffff || (tableBase <= 255 && lastTable >= 253)) {
+    return usage("--table-base: the agent owns tables " + std::to_string(tableBase) + " to " +
+                 std::to_string(lastTable) +
+                 " (one per value of --mark-mask); they must not include 253-255 (default, main, "
+                 "local) and must end by 2147483647");
   }
   if (reply != "symmetric" && reply != "cni") {
     return usage("--reply must be symmetric or cni, not \"" + reply + "\"");

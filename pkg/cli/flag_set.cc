@@ -37,15 +37,31 @@ void FlagSet::addBool(const std::string& name, bool& dest, const std::string& he
 }
 
 void FlagSet::addInt(const std::string& name, int64_t& dest, const std::string& help) {
-  add(name, {help, std::to_string(dest), false, false, [&dest, name](const std::string& v) {
-               int64_t parsed = 0;
-               const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), parsed);
-               if (ec != std::errc() || end != v.data() + v.size()) {
-                 return "invalid value \"" + v + "\" for flag --" + name + ": not an integer";
-               }
-               dest = parsed;
-               return std::string();
-             }});
+  add(name,
+      {help, std::to_string(dest), false, false, [&dest, name](const std::string& v) {
+         // Decimal, or hexadecimal after 0x (mark masks are written so). Go's flag.Int
+         // also takes 0o, 0b and a leading-0 octal; "010" is 10 here, as people mean.
+         std::string_view digits = v;
+         const bool negative = !digits.empty() && digits.front() == '-';
+         if (negative || (!digits.empty() && digits.front() == '+')) {
+           digits.remove_prefix(1);
+         }
+         int base = 10;
+         if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+           digits.remove_prefix(2);
+           base = 16;
+         }
+         uint64_t magnitude = 0;
+         const auto [end, ec] =
+             std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
+         const uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
+         if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() ||
+             magnitude > limit) {
+           return "invalid value \"" + v + "\" for flag --" + name + ": not an integer";
+         }
+         dest = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
+         return std::string();
+       }});
 }
 
 void FlagSet::addDouble(const std::string& name, double& dest, const std::string& help) {

@@ -229,6 +229,13 @@ TEST(AgentFlags, ABadCommandLineIsAClearErrorAndExitCode2) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--lease-namespace=x"}, "--node-name (or $NODE_NAME) is required"},
            {{"--node-name=n", "--lease-namespace=x", "--mark-mask=5"}, "--mark-mask"},
+           {{"--node-name=n", "--lease-namespace=x", "--mark-mask=0xfg"}, "not an integer"},
+           // With the default mask (0xff) tables 100..355: main and local among them.
+           {{"--node-name=n", "--lease-namespace=x", "--table-base=100"},
+            "must not include 253-255"},
+           {{"--node-name=n", "--lease-namespace=x", "--mark-mask=0xffff0000",
+             "--table-base=2147480000"},
+            "must end by 2147483647"},
            {{"--node-name=n", "--lease-namespace=x", "--reply=maybe"}, "--reply"},
            {{"--node-name=n", "--lease-namespace=x", "--leader-elect"}, "--leader-elect"}}) {
     std::vector<std::string> argv{EGRESS_AGENT_BINARY};

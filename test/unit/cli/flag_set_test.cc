@@ -41,6 +41,21 @@ TEST(FlagSet, AcceptsBothValueForms) {
   EXPECT_EQ(p.args, std::vector<std::string>{"pos"});
 }
 
+// Integers as people write them: decimal, or hexadecimal after 0x (a mark mask: 0xff00).
+TEST(FlagSet, IntegersAreDecimalOrHex) {
+  EXPECT_EQ(parse({"--workers=0xff00"}).workers, 0xff00);
+  EXPECT_EQ(parse({"--workers=0XFF"}).workers, 255);
+  EXPECT_EQ(parse({"--workers=-0x10"}).workers, -16);
+  EXPECT_EQ(parse({"--workers=010"}).workers, 10);
+  EXPECT_EQ(parse({"--workers=+7"}).workers, 7);
+  EXPECT_EQ(parse({"--workers=-9223372036854775808"}).workers, INT64_MIN);
+  EXPECT_EQ(parse({"--workers=0x7fffffffffffffff"}).workers, INT64_MAX);
+  for (const char* bad : {"--workers=0x", "--workers=0xg", "--workers=9223372036854775808",
+                          "--workers=-", "--workers=0x-1", "--workers=1e3"}) {
+    EXPECT_THAT(parse({bad}).err, HasSubstr("not an integer")) << bad;
+  }
+}
+
 TEST(FlagSet, BoolFlagsTakeNoSeparateValue) {
   auto p = parse({"--leader-elect=false", "x"});
   ASSERT_EQ(p.err, "");
