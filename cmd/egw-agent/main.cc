@@ -15,6 +15,7 @@
 #include "pkg/agent/agent.h"
 #include "pkg/agent/host_address.h"
 #include "pkg/agent/lease_renewer.h"
+#include "pkg/apis/validation/names.h"
 #include "pkg/cli/flag_set.h"
 #include "pkg/controllerruntime/manager.h"
 #include "pkg/dataplane/cluster_view.h"
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   int64_t markMask = 0xff;
   int64_t tableBase = 7000;
   std::string reply = "symmetric";
+  std::string ownerDaemonSet;
   int64_t renewIntervalMs = 2000;
   int64_t leaseDurationS = 6;
   flags.addBool("help", showHelp, "Print this help and exit.");
@@ -80,6 +82,10 @@ int main(int argc, char** argv) {
   flags.addInt("lease-renew-interval-ms", renewIntervalMs, "How often the Lease is renewed.");
   flags.addInt("lease-duration-seconds", leaseDurationS,
                "Lease duration: after it without a renewal, this agent withdraws what it holds.");
+  flags.addString("owner-daemonset", ownerDaemonSet,
+                  "<namespace>/<name> of the DaemonSet that runs this agent: when it is deleted "
+                  "(an uninstall) the agent removes its kernel state as it exits; otherwise, and "
+                  "by default, exiting leaves the state for the next agent on the node.");
   flags.addBool("dry-run", dryRun, "Compute the kernel state and report it; change nothing.");
   egress::controllerruntime::ManagerOptions managerOptions;
   // The agent runs in the host's network namespace: by default nothing listens beyond loopback
@@ -132,6 +138,18 @@ int main(int argc, char** argv) {
                  std::to_string(lastTable) +
                  " (one per value of --mark-mask); they must not include 253-255 (default, main, "
                  "local) and must end by 2147483647");
+  }
+  std::string ownerNamespace;
+  if (!ownerDaemonSet.empty()) {
+    const auto slash = ownerDaemonSet.find('/');
+    ownerNamespace = ownerDaemonSet.substr(0, slash);
+    ownerDaemonSet = slash == std::string::npos ? "" : ownerDaemonSet.substr(slash + 1);
+    // A namespace is a DNS-1123 label: a subdomain of one label, at most 63 characters.
+    if (ownerNamespace.size() > 63 || ownerNamespace.find('.') != std::string::npos ||
+        !egress::validation::dns1123SubdomainErrors(ownerNamespace).empty() ||
+        !egress::validation::dns1123SubdomainErrors(ownerDaemonSet).empty()) {
+      return usage("--owner-daemonset must be <namespace>/<name> of a DaemonSet");
+    }
   }
   if (reply != "symmetric" && reply != "cni") {
     return usage("--reply must be symmetric or cni, not \"" + reply + "\"");
@@ -210,6 +228,8 @@ int main(int argc, char** argv) {
   agentOptions.nodeName = nodeName;
   agentOptions.leaseNamespace = leaseNamespace;
   agentOptions.dryRun = dryRun;
+  agentOptions.ownerNamespace = ownerNamespace;
+  agentOptions.ownerDaemonSet = ownerDaemonSet;
   agentOptions.report = [&lock, programmed, observedSlices](const std::string& held,
                                                             const std::string& version) {
     lock.setAnnotation(programmed, held);

@@ -31,6 +31,7 @@ const kube::Resource kSlices{"networking.egressgateway.dev", "v1alpha1", "egress
 const kube::Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
 const kube::Resource kPools{"networking.egressgateway.dev", "v1alpha1", "ipampools", false};
 const kube::Resource kConfigs{"networking.egressgateway.dev", "v1alpha1", "operatorconfigs", false};
+const kube::Resource kDaemonSets{"apps", "v1", "daemonsets", true};
 
 // Every event of an informer queues one debounced sync.
 template <class T>
@@ -110,7 +111,88 @@ Result<Ok, std::string> Agent::watchResources(cache::SharedInformerFactory& fact
       kConfigs, networking::v1alpha1::decodeOperatorConfig);
   leases_ = &factory.informerFor<coordination::Lease>(kLeases, coordination::decodeLease,
                                                       options_.leaseNamespace);
+  // Cached only, never a sync's input: read once, when the agent stops.
+  if (!options_.ownerDaemonSet.empty()) {
+    owner_ = &factory.informerFor<apps::DaemonSet>(kDaemonSets, apps::decodeDaemonSet,
+                                                   options_.ownerNamespace);
+  }
   return Ok{};
+}
+
+void Agent::makeAppliers() {
+  if (!links_) {
+    links_ = std::make_unique<dataplane::LinkApplier>();
+    routing_ = std::make_unique<dataplane::RoutingApplier>();
+    nft_ = std::make_unique<dataplane::NftApplier>();
+  }
+}
+
+net::awaitable<void> Agent::run() {
+  return runThenCleanUp(this, Controller::run());
+}
+
+// Static, with the agent passed explicitly: a member coroutine started from inside another
+// coroutine can lose `this` under g++ 12 (controller.cc).
+net::awaitable<void> Agent::runThenCleanUp(Agent* self, net::awaitable<void> workers) {
+  co_await std::move(workers);
+  // The workers are done: no sync runs any more, so nothing re-programs what is removed here.
+  const std::string why = self->uninstallReason();
+  if (why.empty()) {
+    spdlog::info("egw-agent: stopping; the kernel state stays for the next agent on this node{}",
+                 self->options_.ownerDaemonSet.empty()
+                     ? " (no --owner-daemonset: an uninstall would not be noticed)"
+                     : "");
+  } else if (self->options_.dryRun) {
+    spdlog::info("egw-agent: {}: a dry run removes nothing", why);
+  } else {
+    self->removeKernelState(why);
+  }
+}
+
+std::string Agent::uninstallReason() const {
+  if (owner_ == nullptr || !owner_->hasSynced() || !ownerSeen_) {
+    return "";
+  }
+  const std::string key = options_.ownerNamespace + "/" + options_.ownerDaemonSet;
+  const auto ds = owner_->indexer().get(key);
+  if (!ds) {
+    return "DaemonSet " + key + " was deleted";
+  }
+  if (ds->metadata.deletionTimestamp) {
+    return "DaemonSet " + key + " is being deleted";
+  }
+  return "";
+}
+
+void Agent::removeKernelState(const std::string& why) {
+  spdlog::info("egw-agent: {}: removing what this agent put in the kernel", why);
+  makeAppliers();
+  std::vector<std::string> failed;
+  // The SNAT and the answers go first, then what they used.
+  if (auto r = nft_->remove(options_.dataplane.nftTable); !r) {
+    failed.push_back(r.error());
+  }
+  if (auto r = nft_->removeFence(); !r) {
+    failed.push_back(r.error());
+  }
+  int removed = 0;
+  if (auto r = routing_->removeAll(); r) {
+    removed += *r;
+  } else {
+    failed.push_back(r.error());
+  }
+  if (auto r = links_->removeAll(); r) {
+    removed += *r;
+  } else {
+    failed.push_back(r.error());
+  }
+  for (const auto& f : failed) {
+    spdlog::error("egw-agent: clean-up: {}", f);
+  }
+  spdlog::info(
+      "egw-agent: removed the nft tables and {} links, addresses, neighbours, rules and "
+      "routes{}",
+      removed, failed.empty() ? "" : "; " + std::to_string(failed.size()) + " steps failed");
 }
 
 Result<Ok, std::string> Agent::addEventHandlers() {
@@ -143,6 +225,28 @@ Result<Ok, std::string> Agent::addEventHandlers() {
     del(l, unknown);
   };
   check(leases_->addEventHandler(std::move(leases)));
+  if (owner_ != nullptr) {
+    // Its absence means an uninstall only once this process has seen it: a wrong name must not
+    // turn every restart into a clean-up.
+    using DaemonSetPtr = cache::EventHandler<apps::DaemonSet>::Ptr;
+    cache::EventHandler<apps::DaemonSet> owner;
+    owner.onAdd = [this](const DaemonSetPtr& ds, bool) {
+      if (ds->metadata.name == options_.ownerDaemonSet && !ownerSeen_) {
+        ownerSeen_ = true;
+        spdlog::info("egw-agent: watching DaemonSet {}/{}: its deletion is an uninstall",
+                     options_.ownerNamespace, options_.ownerDaemonSet);
+      }
+    };
+    owner.onDelete = [this](const DaemonSetPtr& ds, bool) {
+      if (ds->metadata.name == options_.ownerDaemonSet && ownerSeen_) {
+        spdlog::info(
+            "egw-agent: DaemonSet {}/{} was deleted: stopped, this agent will remove its "
+            "kernel state",
+            options_.ownerNamespace, options_.ownerDaemonSet);
+      }
+    };
+    check(owner_->addEventHandler(std::move(owner)));
+  }
   if (!problem.empty()) {
     return problem;
   }
@@ -210,11 +314,7 @@ void Agent::report(const std::string& programmed, const std::string& observedSli
 }
 
 Result<int, std::string> Agent::apply(const dataplane::DesiredState& want) {
-  if (!links_) {
-    links_ = std::make_unique<dataplane::LinkApplier>();
-    routing_ = std::make_unique<dataplane::RoutingApplier>();
-    nft_ = std::make_unique<dataplane::NftApplier>();
-  }
+  makeAppliers();
   int changes = 0;
   auto links = links_->apply(want.kernel);
   if (!links) {

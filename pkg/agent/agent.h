@@ -24,6 +24,12 @@
 // read and not yet said so). With dryRun nothing is applied or sent: the
 // state is computed and counted only, and reported as if it had been (so the API side can be
 // tested).
+// Stopping (SIGTERM) leaves the kernel as it is, so that a restart or a rolling update carries
+// on without a gap (the successor finds its predecessor's state and changes nothing), except on
+// an uninstall: when the DaemonSet that runs the agent (AgentOptions::ownerDaemonSet) is gone
+// from the cache or being deleted, the agent removes everything it put in the kernel before it
+// exits. It learns that from a watch opened at start, because by the time the kubelet stops it
+// on an uninstall, its RBAC and ServiceAccount are usually deleted too.
 #pragma once
 
 #include <chrono>
@@ -37,6 +43,7 @@
 
 #include "pkg/agent/agent_metrics.h"
 #include "pkg/agent/lease_renewer.h"
+#include "pkg/apis/apps/daemon_set.h"
 #include "pkg/apis/coordination/lease.h"
 #include "pkg/apis/core/node.h"
 #include "pkg/apis/networking/v1alpha1/types.h"
@@ -72,6 +79,11 @@ struct AgentOptions {
   // The API server's addresses as this agent reaches it (kube::serverAddresses): never an
   // egress IP, never a destination that leaves through a gateway.
   std::vector<ipam::Address> apiServer;
+  // The DaemonSet that runs this agent ("" = none: the state is never removed on exit). Only a
+  // cluster administrator can delete it: its deletion is what an uninstall does, and the agents'
+  // cue to leave the nodes clean.
+  std::string ownerNamespace;
+  std::string ownerDaemonSet;
 };
 
 class Agent : public controllerruntime::Controller {
@@ -79,6 +91,14 @@ class Agent : public controllerruntime::Controller {
   // `renewer` and `registry` must outlive the agent.
   Agent(controllerruntime::Controller::Options base, AgentOptions options, LeaseRenewer& renewer,
         prometheus::Registry& registry);
+
+  // The workers until stop(), then the clean-up of an uninstall (see above).
+  net::awaitable<void> run() override;
+
+  // Why this agent's stop is an uninstall: "" when it is not, or when it cannot tell (no owner
+  // DaemonSet given, its cache never synced, or this process never saw it), so that doubt keeps
+  // the node's egress working.
+  std::string uninstallReason() const;
 
   // The sync's key, for the renewer's onChange.
   controllerruntime::Enqueuer syncQueue() { return enqueuer(); }
@@ -93,12 +113,19 @@ class Agent : public controllerruntime::Controller {
   dataplane::ClusterView view(Clock::TimePoint now, std::vector<std::string>* problems) const;
   // The next moment a liveness this agent knows of expires, if any is fresh at `now`.
   std::optional<Clock::TimePoint> nextExpiry(Clock::TimePoint now) const;
+  void makeAppliers();
   Result<int, std::string> apply(const dataplane::DesiredState& want);
   void announce(const dataplane::DesiredState& want, Clock::TimePoint now);
   // Logs the problems that were not there at the last sync: an ignored slice or a contested
   // egress IP (fail closed) must be visible without a line per problem every second.
   void warnAbout(const std::vector<std::string>& problems);
   void report(const std::string& programmed, const std::string& observedSlices);
+  // Takes out of the kernel everything the agent puts there: the nft tables (its own and the
+  // fence's), the links with their addresses and neighbours (proxy ARP/NDP entries included),
+  // the rules and routes. Sysctls stay (the init container set them, and other software may
+  // rely on forwarding). Each step runs even if one before it failed.
+  void removeKernelState(const std::string& why);
+  static net::awaitable<void> runThenCleanUp(Agent* self, net::awaitable<void> workers);
 
   AgentOptions options_;
   LeaseRenewer& renewer_;
@@ -108,6 +135,9 @@ class Agent : public controllerruntime::Controller {
   cache::SharedIndexInformer<networking::v1alpha1::IPAMPool>* pools_ = nullptr;
   cache::SharedIndexInformer<networking::v1alpha1::OperatorConfig>* configs_ = nullptr;
   cache::SharedIndexInformer<coordination::Lease>* leases_ = nullptr;
+  cache::SharedIndexInformer<apps::DaemonSet>* owner_ = nullptr;
+  // Whether this process has seen the owner DaemonSet.
+  bool ownerSeen_ = false;
   // The peers' Leases by name, as this process observed them change.
   leaderelection::ObservedLeases observed_;
   std::unique_ptr<dataplane::LinkApplier> links_;

@@ -8,9 +8,11 @@
 // while it cannot reach the API to renew its Lease and holds again once it can, withdraws when
 // the view names another holder, and refuses a bad command line. What a namespace editor can
 // write (a ConfigMap egw-*, a pod labelled and annotated as a gateway on this node) it ignores,
-// and it writes no pod.
+// and it writes no pod. Stopped, it tells an uninstall (its DaemonSet deleted) from a restart.
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,7 +37,11 @@ class AgentE2E : public ::testing::Test {
   static void SetUpTestSuite() { ASSERT_EQ(installCrds(), ""); }
 
   void SetUp() override {
-    ASSERT_EQ(controlPlane().createNamespace(kLeaseNs), "");
+    // The last test's namespace may still be going (its TearDown does not wait).
+    std::string created;
+    ASSERT_TRUE(eventually(
+        [&] { return (created = controlPlane().createNamespace(kLeaseNs)).empty(); }, 120s))
+        << created;
     auto nodes =
         controlPlane().kubectl({"get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"});
     ASSERT_TRUE(nodes.ok()) << nodes.output;
@@ -53,7 +59,7 @@ class AgentE2E : public ::testing::Test {
                             "--grace-period=0", "--force"});
   }
 
-  void startAgent() {
+  void startAgent(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args{
         EGRESS_AGENT_BINARY,
         "--kubeconfig=" + controlPlane().kubeconfig(),
@@ -63,6 +69,7 @@ class AgentE2E : public ::testing::Test {
         "--dry-run",
         "--metrics-bind-address=127.0.0.1:" + std::to_string(metrics_),
         "--health-probe-bind-address=127.0.0.1:" + std::to_string(probes_)};
+    args.insert(args.end(), extra.begin(), extra.end());
     agent_ = std::make_unique<testenv::ChildProcess>(args, tmp_.path() + "/agent.log");
     ASSERT_TRUE(agent_->error().empty()) << agent_->error();
   }
@@ -225,6 +232,73 @@ spec:
   EXPECT_EQ(exitCode(agent_->reap(30s)), 0) << agent_->log();
 }
 
+// Stopped, an agent keeps the node's kernel state unless the DaemonSet that runs it
+// (--owner-daemonset), which it has seen, is being deleted or gone: an uninstall. A dry run says
+// what it would do; helm_e2e_test checks the kernel of nodes that carry packets.
+TEST_F(AgentE2E, StoppedItTellsAnUninstallFromARestartByItsDaemonSet) {
+  const std::string ds = "egw-agent-e2e";
+  const std::string owner = std::string("--owner-daemonset=") + kLeaseNs + "/" + ds;
+  // No pod of it is ever scheduled; a finalizer holds it in deletion until the test lets go.
+  std::ofstream(tmp_.path() + "/ds.yaml")
+      << "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: " << ds
+      << "\n  namespace: " << kLeaseNs
+      << "\n  finalizers: [egw-e2e/hold]\nspec:\n  selector:\n    matchLabels: {app: " << ds
+      << "}\n  template:\n    metadata:\n      labels: {app: " << ds
+      << "}\n    spec:\n      nodeSelector: {egw-e2e/none: \"true\"}\n      containers: "
+         "[{name: agent, image: example.invalid/agent:1}]\n";
+  auto stopped = [&](
+                     const std::vector<std::string>& extra,
+                     const std::function<void()>& meanwhile = [] {}) {
+    startAgent(extra);
+    EXPECT_TRUE(eventually(
+        [&] { return metric("egw_agent_last_successful_sync_timestamp_seconds") > 0; }, 60s))
+        << agent_->log();
+    meanwhile();
+    agent_->signal(SIGTERM);
+    EXPECT_EQ(exitCode(agent_->reap(30s)), 0) << agent_->log();
+    return agent_->log();
+  };
+  auto dsField = [&](const std::string& jsonpath) {
+    return controlPlane()
+        .kubectl({"get", "daemonset", "-n", kLeaseNs, ds, "-o", "jsonpath={" + jsonpath + "}"})
+        .output;
+  };
+
+  // Not there when it starts (a wrong name, say): its absence proves nothing.
+  EXPECT_THAT(stopped({owner}), ::testing::HasSubstr("the kernel state stays"));
+  // There: a restart or a rolling update.
+  ASSERT_TRUE(controlPlane().kubectl({"apply", "-f", tmp_.path() + "/ds.yaml"}).ok());
+  auto log = stopped({owner});
+  EXPECT_THAT(log, ::testing::HasSubstr("watching DaemonSet " + std::string(kLeaseNs) + "/" + ds));
+  EXPECT_THAT(log, ::testing::HasSubstr("the kernel state stays"));
+  // Without the flag, the same, and it says that an uninstall would go unnoticed.
+  EXPECT_THAT(stopped({}), ::testing::HasSubstr("no --owner-daemonset"));
+  // Being deleted (foreground deletion looks the same: a deletionTimestamp, then gone).
+  ASSERT_TRUE(
+      controlPlane().kubectl({"delete", "daemonset", "-n", kLeaseNs, ds, "--wait=false"}).ok());
+  ASSERT_TRUE(eventually([&] { return !dsField(".metadata.deletionTimestamp").empty(); }, 30s));
+  EXPECT_THAT(stopped({owner}),
+              ::testing::HasSubstr("DaemonSet " + std::string(kLeaseNs) + "/" + ds +
+                                   " is being deleted: a dry run removes nothing"));
+  // Gone while it runs: what helm uninstall does (background deletion).
+  log = stopped({owner}, [&] {
+    ASSERT_TRUE(controlPlane()
+                    .kubectl({"patch", "daemonset", "-n", kLeaseNs, ds, "--type=json", "-p",
+                              R"([{"op":"remove","path":"/metadata/finalizers"}])"})
+                    .ok());
+    ASSERT_TRUE(eventually(
+        [&] {
+          return !controlPlane().kubectl({"get", "daemonset", "-n", kLeaseNs, ds}).ok();
+        },
+        30s));
+    EXPECT_TRUE(eventually(
+        [&] { return agent_->log().find("will remove its kernel state") != std::string::npos; },
+        30s));
+  });
+  EXPECT_THAT(log, ::testing::HasSubstr("DaemonSet " + std::string(kLeaseNs) + "/" + ds +
+                                        " was deleted: a dry run removes nothing"));
+}
+
 TEST(AgentFlags, ABadCommandLineIsAClearErrorAndExitCode2) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--lease-namespace=x"}, "--node-name (or $NODE_NAME) is required"},
@@ -237,6 +311,12 @@ TEST(AgentFlags, ABadCommandLineIsAClearErrorAndExitCode2) {
              "--table-base=2147480000"},
             "must end by 2147483647"},
            {{"--node-name=n", "--lease-namespace=x", "--reply=maybe"}, "--reply"},
+           {{"--node-name=n", "--lease-namespace=x", "--owner-daemonset=egw-agent"},
+            "--owner-daemonset must be <namespace>/<name>"},
+           {{"--node-name=n", "--lease-namespace=x", "--owner-daemonset=a.b/egw-agent"},
+            "--owner-daemonset must be <namespace>/<name>"},
+           {{"--node-name=n", "--lease-namespace=x", "--owner-daemonset=ns/Agent"},
+            "--owner-daemonset must be <namespace>/<name>"},
            {{"--node-name=n", "--lease-namespace=x", "--leader-elect"}, "--leader-elect"}}) {
     std::vector<std::string> argv{EGRESS_AGENT_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());

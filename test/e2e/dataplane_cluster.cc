@@ -6,11 +6,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <thread>
 
 #include <yaml-cpp/yaml.h>
 
 #include "test/e2e/testenv/environment.h"
+#include <fcntl.h>
+#include <nftables/libnftables.h>
+#include <sched.h>
 #include <unistd.h>
 
 namespace egress::e2e {
@@ -86,6 +91,16 @@ testenv::ControlPlaneOptions DataplaneCluster::controlPlaneOptions() {
   options.nodes = 3;
   options.advertiseAddress = kApiAddress;
   return options;
+}
+
+bool DataplaneCluster::reexecTestBinaryInPrivateNamespace() {
+  std::ifstream in("/proc/self/cmdline");
+  for (std::string a; std::getline(in, a, '\0');) {
+    if (a.starts_with("--gtest_list_tests")) {
+      return false;
+    }
+  }
+  return reexecInPrivateNamespace();
 }
 
 std::string DataplaneCluster::node(int i) {
@@ -210,7 +225,7 @@ std::string DataplaneCluster::createNodesAndPods() {
   return "";
 }
 
-std::string DataplaneCluster::startAgents() {
+std::string DataplaneCluster::prepareAgents() {
   // The agents reach the API server from the underlay: the admin kubeconfig, another address.
   std::ifstream in(controlPlane().kubeconfig());
   std::stringstream text;
@@ -224,7 +239,26 @@ std::string DataplaneCluster::startAgents() {
   kc.replace(at, loopback.size(), std::string("https://") + kApiAddress + ":");
   agentKubeconfig_ = tmp_.path() + "/agent.kubeconfig";
   std::ofstream(agentKubeconfig_) << kc;
-  if (auto error = renderChartAgent(); !error.empty()) {
+  return renderChartAgent();
+}
+
+std::string DataplaneCluster::tokenKubeconfig(const std::string& token, const std::string& name) {
+  try {
+    YAML::Node kc = YAML::LoadFile(agentKubeconfig_);
+    for (auto user : kc["users"]) {
+      user["user"] = YAML::Node(YAML::NodeType::Map);
+      user["user"]["token"] = token;
+    }
+    std::string path = tmp_.path() + "/" + name + ".kubeconfig";
+    std::ofstream(path) << YAML::Dump(kc) << "\n";
+    return path;
+  } catch (const YAML::Exception& e) {
+    return "";
+  }
+}
+
+std::string DataplaneCluster::startAgents() {
+  if (auto error = prepareAgents(); !error.empty()) {
     return error;
   }
   for (int i = 1; i <= 3; ++i) {
@@ -241,28 +275,32 @@ std::string DataplaneCluster::startAgents() {
   return "";
 }
 
-std::string DataplaneCluster::startOperator(const std::string& operatorConfigYaml) {
-  objectsYaml_ =
-      poolYaml(kPool, poolCIDRs()) + "---\n" +
-      (operatorConfigYaml.empty() ? e2e::operatorConfigYaml("") + "  dataplane:\n    agent: true\n"
-                                  : operatorConfigYaml) +
-      "---\napiVersion: networking.egressgateway.dev/v1alpha1\n"
-      "kind: EgressGatewayPolicy\nmetadata:\n  name: " +
-      kPolicy + "\n  namespace: " + kNamespace +
-      "\nspec:\n  podSelector:\n    matchLabels: {app: web}\n"
-      "  destinationCIDRs: [192.168.50.96/28, fd00:50::100/120]\n"
-      "  excludedCIDRs: [192.168.50.101/32, fd00:50::101/128]\n"
-      "  egressIP: {pool: " +
-      kPool +
-      ", ipFamily: DualStack}\n"
-      "  gateway:\n    replicas: 1\n    nodeSelector: {" +
-      kGatewayLabel + ": \"true\"}\n";
+std::string DataplaneCluster::startOperator(const OperatorStart& how) {
+  std::string config;
+  if (how.applyOperatorConfig) {
+    config = (how.operatorConfigYaml.empty()
+                  ? e2e::operatorConfigYaml("") + "  dataplane:\n    agent: true\n"
+                  : how.operatorConfigYaml) +
+             "---\n";
+  }
+  objectsYaml_ = poolYaml(kPool, poolCIDRs()) + "---\n" + config +
+                 "apiVersion: networking.egressgateway.dev/v1alpha1\n"
+                 "kind: EgressGatewayPolicy\nmetadata:\n  name: " +
+                 kPolicy + "\n  namespace: " + kNamespace +
+                 "\nspec:\n  podSelector:\n    matchLabels: {app: web}\n"
+                 "  destinationCIDRs: [192.168.50.96/28, fd00:50::100/120]\n"
+                 "  excludedCIDRs: [192.168.50.101/32, fd00:50::101/128]\n"
+                 "  egressIP: {pool: " +
+                 kPool +
+                 ", ipFamily: DualStack}\n"
+                 "  gateway:\n    replicas: 1\n    nodeSelector: {" +
+                 kGatewayLabel + ": \"true\"}\n";
   if (auto applied = applyYaml(tmp_.path() + "/objects.yaml", objectsYaml_); !applied) {
     return applied.message();
   }
   operator_ = std::make_unique<Operator>(
       tmp_.path(), "operator",
-      std::vector<std::string>{std::string("--agent-lease-namespace=") + kLeaseNamespace},
+      std::vector<std::string>{"--agent-lease-namespace=" + how.agentLeaseNamespace},
       OperatorLaunch{.wrapper = {"/usr/bin/setpriv", "--pdeathsig", "KILL", "--"}});
   if (!operator_->process().error().empty()) {
     return "the operator: " + operator_->process().error();
@@ -283,8 +321,14 @@ std::string DataplaneCluster::startOperator(const std::string& operatorConfigYam
            tail(operator_->process().log());
   }
   if (!eventually([&] { return connect("p3", kEchoServer).starts_with(egressIP_ + ":"); }, 120s)) {
+    std::string logs;
+    for (const int i : {3, 1}) {
+      if (agents_.contains(i)) {
+        logs += "\nagent " + std::to_string(i) + ":\n" + tail(agents_.at(i)->log());
+      }
+    }
     return "p3's connections do not leave with " + egressIP_ + ": " + connect("p3", kEchoServer) +
-           "\nagent 3:\n" + tail(agent(3).log()) + "\nagent 1:\n" + tail(agent(1).log());
+           logs;
   }
   return "";
 }
@@ -343,19 +387,71 @@ std::string DataplaneCluster::renderChartAgent() {
 
 // As the chart runs it: /proc/sys read-only (an unprivileged container's), only the chart's
 // capabilities (root's permitted set is the bounding set), no privilege escalation.
+std::unique_ptr<testenv::ChildProcess> DataplaneCluster::confinedAgent(
+    int i, std::vector<std::string> args, const std::string& name) {
+  std::vector<std::string> argv = {
+      "unshare",
+      "-m",
+      "--propagation",
+      "private",
+      "/bin/sh",
+      "-ec",
+      "mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys; "
+      "exec setpriv --no-new-privs --inh-caps=-all --bounding-set=" +
+          chartCaps_ + " -- \"$@\"",
+      "agent",
+      EGRESS_AGENT_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return inNamespace(node(i), std::move(argv), name);
+}
+
 std::string DataplaneCluster::startAgent(int i) {
-  agents_[i] = inNamespace(
-      node(i),
-      {"unshare", "-m", "--propagation", "private", "/bin/sh", "-ec",
-       "mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys; "
-       "exec setpriv --no-new-privs --inh-caps=-all --bounding-set=" +
-           chartCaps_ + " -- \"$@\"",
-       "agent", EGRESS_AGENT_BINARY, "--kubeconfig=" + agentKubeconfig_, "--node-name=" + node(i),
+  agents_[i] = confinedAgent(
+      i,
+      {"--kubeconfig=" + agentKubeconfig_, "--node-name=" + node(i),
        std::string("--lease-namespace=") + kLeaseNamespace, "--metrics-bind-address=127.0.0.1:9402",
        "--health-probe-bind-address=127.0.0.1:9403"},
       "agent-" + std::to_string(i));
   return agents_[i]->error().empty() ? ""
                                      : "agent " + std::to_string(i) + ": " + agents_[i]->error();
+}
+
+std::string DataplaneCluster::networkState(int i) {
+  // `nft list ruleset` as libnftables prints it (no nft command is needed), from a thread that
+  // enters the node's namespace and leaves it again.
+  std::string ruleset;
+  std::thread([&] {
+    const int target = open(("/run/netns/" + node(i)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (target < 0 || setns(target, CLONE_NEWNET) != 0) {
+      ruleset = "error: cannot enter " + node(i);
+    } else if (nft_ctx* ctx = nft_ctx_new(NFT_CTX_DEFAULT); ctx == nullptr) {
+      ruleset = "error: nft_ctx_new";
+    } else {
+      nft_ctx_buffer_output(ctx);
+      nft_ctx_buffer_error(ctx);
+      const int rc = nft_run_cmd_from_buffer(ctx, "list ruleset");
+      ruleset = rc == 0 ? nft_ctx_get_output_buffer(ctx)
+                        : std::string("error: ") + nft_ctx_get_error_buffer(ctx);
+      nft_ctx_free(ctx);
+    }
+    if (target >= 0) {
+      close(target);
+    }
+  }).join();
+  // What follows a counter goes too: the CNI's rules are iptables-nft's, whose xt MASQUERADE
+  // target libnftables prints through libxtables, which in one process prints it as
+  // `masquerade` one time and as nothing ("XT target MASQUERADE not found") the next.
+  static const std::regex kCounts(R"(counter packets \d+ bytes \d+.*)");
+  std::string out = "## nft list ruleset\n" +
+                    std::regex_replace(ruleset, kCounts, "counter packets N bytes N ...");
+  const std::string in = "ip netns exec " + node(i) + " ";
+  for (const char* cmd :
+       {"ip rule", "ip -6 rule", "ip route show table all", "ip -6 route show table all",
+        "ip neigh show proxy", "ip -6 neigh show proxy", "ip -o link show | cut -d' ' -f2"}) {
+    out +=
+        std::string("\n## ") + cmd + "\n" + testenv::runCommand({"/bin/sh", "-c", in + cmd}).output;
+  }
+  return out;
 }
 
 std::pair<std::string, std::string> DataplaneCluster::holder() {

@@ -77,6 +77,10 @@ class DataplaneCluster {
   // environment.cc's control plane. Inside: brings loopback up and returns whether that worked.
   // Outside it does not return (on exec failure it exits 2). Safe before main().
   static bool reexecInPrivateNamespace();
+  // reexecInPrivateNamespace() for a test binary, meant for a namespace-scope initializer (the
+  // control plane that environment.cc's main starts must run in the private namespace too):
+  // false without it when the binary only lists its tests (--gtest_list_tests), which needs none.
+  static bool reexecTestBinaryInPrivateNamespace();
   // The control plane the cluster needs: three nodes, the API server also on kApiAddress.
   static testenv::ControlPlaneOptions controlPlaneOptions();
 
@@ -105,10 +109,20 @@ class DataplaneCluster {
   std::string createNodesAndPods();
   //   the chart's agent rendered by helm, its init container run on each node, an agent each;
   std::string startAgents();
-  //   the pool, the OperatorConfig (operatorConfigYaml: "" for the default one, with
-  //   dataplane.agent: true) and the policy applied, the operator started, and waited for until
-  //   the policy has both egress IPs and p3's connections leave with the IPv4 one.
-  std::string startOperator(const std::string& operatorConfigYaml = "");
+  //   the pool, the OperatorConfig and the policy applied, the operator started, and waited for
+  //   until the policy has both egress IPs and p3's connections leave with the IPv4 one.
+  struct OperatorStart {
+    // "" for the default one, with dataplane.agent: true.
+    std::string operatorConfigYaml;
+    // Off: the caller made the OperatorConfig (helm_e2e_test: the chart's).
+    bool applyOperatorConfig = true;
+    // Where the agents' Leases are (--agent-lease-namespace).
+    std::string agentLeaseNamespace = kLeaseNamespace;
+  };
+  std::string startOperator(const OperatorStart& how);
+  std::string startOperator(const std::string& operatorConfigYaml = "") {
+    return startOperator(OperatorStart{.operatorConfigYaml = operatorConfigYaml});
+  }
   std::string start() {
     std::string error = createNodesAndPods();
     error = error.empty() ? startAgents() : error;
@@ -128,6 +142,24 @@ class DataplaneCluster {
                                                      const std::string& name);
   // (Re)starts node i's agent as the chart runs it; "" or why it did not start.
   std::string startAgent(int i);
+  // What startAgents() does before it starts any agent: the agents' kubeconfig (the admin's
+  // credentials, on the underlay address) and the chart's agent rendered (its init container's
+  // command and capabilities, for confinedAgent()).
+  std::string prepareAgents();
+  // That kubeconfig with a bearer token instead of the admin's certificate (a ServiceAccount's:
+  // the API server then authorizes the agent by the chart's RBAC); its path, "" on failure.
+  std::string tokenKubeconfig(const std::string& token, const std::string& name);
+  // egw-agent in node i's namespace confined as the chart confines it (/proc/sys read-only, only
+  // the chart's capabilities, no privilege escalation), `args` after the binary; check error().
+  std::unique_ptr<testenv::ChildProcess> confinedAgent(int i, std::vector<std::string> args,
+                                                       const std::string& name);
+  // The chart's init container command (after prepareAgents()).
+  const std::vector<std::string>& chartInit() const { return chartInit_; }
+  // Everything of node i's network namespace an agent could add to, in a form two reads compare
+  // equal when nothing was added or removed: the whole nftables ruleset (counter values
+  // blanked), the policy rules, every route table, the proxy ARP/NDP entries (both families)
+  // and the links by name.
+  static std::string networkState(int i);
   testenv::ChildProcess& agent(int i) { return *agents_.at(i); }
   Operator& egressOperator() { return *operator_; }
   // The chart's agent capabilities as setpriv's --bounding-set takes them ("-all,+net_admin,...").
