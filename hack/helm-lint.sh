@@ -8,4 +8,5 @@ chart=deploy/helm/egress-gateway-operator
 helm="${HELM:-$(hack/testenv/ensure-binaries.sh)/helm}"
 "$helm" lint --strict "$chart" --kube-version 1.20.0
 "$helm" lint --strict "$chart" --kube-version 1.28.0 --values hack/manifests-values.yaml \
-  --set monitoring.serviceMonitor.force=true --set monitoring.prometheusRule.force=true
+  --set monitoring.serviceMonitor.force=true --set monitoring.prometheusRule.force=true \
+  --set monitoring.agentPodMonitor.force=true

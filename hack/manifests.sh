@@ -32,7 +32,7 @@ render() {  # render CHART_DIR OUT_DIR
   # creates any, and cannot map an OperatorConfig before its CRD exists.
   local order=(namespace crds serviceaccount clusterrole role deployment service
                agent-serviceaccount agent-rbac agent-daemonset
-               grafana-dashboard servicemonitor prometheusrule operatorconfig)
+               grafana-dashboard servicemonitor agent-podmonitor prometheusrule operatorconfig)
   local i=0 name target
   mkdir -p "$out/operatorconfig"
   for name in "${order[@]}"; do

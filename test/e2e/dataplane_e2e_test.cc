@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -30,12 +31,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <rapidjson/document.h>
 
 #include "pkg/dataplane/nft_applier.h"
 #include "test/e2e/dataplane_cluster.h"
 #include "test/e2e/operator_helpers.h"
 #include "test/e2e/testenv/child_process.h"
 #include "test/e2e/testenv/environment.h"
+#include "test/e2e/testenv/prometheus.h"
 #include "test/unit/dataplane/kernel_test_util.h"
 #include <arpa/inet.h>
 
@@ -59,15 +62,7 @@ const std::string kPackets = EGRESS_PACKETS_DIR;
 
 // Before main(): environment.cc's main starts the control plane, which must run in the private
 // namespace with the test. The listing (ctest, --gtest_list_tests) needs none of it.
-const bool kInPrivateNamespace = [] {
-  std::ifstream in("/proc/self/cmdline");
-  for (std::string a; std::getline(in, a, '\0');) {
-    if (a.starts_with("--gtest_list_tests")) {
-      return false;
-    }
-  }
-  return DataplaneCluster::reexecInPrivateNamespace();
-}();
+const bool kInPrivateNamespace = DataplaneCluster::reexecTestBinaryInPrivateNamespace();
 
 std::string node(int i) {
   return DataplaneCluster::node(i);
@@ -992,6 +987,220 @@ TEST_F(DataplaneE2E, DISABLED_BenchFailoverAndTunnelThroughput) {
       "{\"figure\":\"dataplane_failover\",\"runs\":%zu,\"median_s\":%.2f,\"min_s\":%.2f,"
       "\"max_s\":%.2f,\"agent_lease_s\":6}\n",
       sorted.size(), sorted[sorted.size() / 2], sorted.front(), sorted.back());
+}
+
+// The chart's monitoring files on agents that program their nodes' kernels, which MonitoringE2E's
+// dry-run agents cannot show: a real Prometheus scrapes the agents at their nodes' underlay
+// addresses, as the chart's PodMonitor does (a forwarder in each node's namespace stands for the
+// chart's $(HOST_IP) bind: the cluster's agents listen on loopback), each labelled with its
+// `node`, with the rules file loaded. Every dashboard query of the per-policy egress counters
+// returns the policy's traffic through its holder; the forged-tunnel alert fires at once for
+// the node and reason of each forged packet; and a node the tests before killed (its agent
+// SIGKILLed, its link down) is a target down, its EgressGatewayAgentDown pending.
+TEST_F(DataplaneE2E, PrometheusReadsTheAgentsEgressCountersAndAlertsOnForgedTunnelPackets) {
+  const std::string holderNode = holder().second;
+  ASSERT_FALSE(holderNode.empty());
+  const int h = holderNode.back() - '0';
+  // The nodes whose agent answers (run alone, all three; after the failover cases, node 1 is
+  // dead).
+  std::set<int> alive;
+  std::set<std::string> dead;
+  for (int i = 1; i <= 3; ++i) {
+    if (agentMetrics(i).find("egw_agent_fenced") != std::string::npos) {
+      alive.insert(i);
+    } else {
+      dead.insert(node(i));
+    }
+  }
+  ASSERT_TRUE(alive.contains(h));
+  // <address>:<port> -> 127.0.0.1:<port>, each connection on two threads.
+  const std::string forward = R"(import socket, sys, threading
+def pipe(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+server = socket.create_server((sys.argv[1], int(sys.argv[2])))
+while True:
+    c, _ = server.accept()
+    try:
+        u = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
+    except OSError:
+        c.close()
+        continue
+    threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+    threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+)";
+  std::vector<std::unique_ptr<testenv::ChildProcess>> forwarders;
+  std::vector<testenv::PrometheusTarget> agents;
+  for (int i = 1; i <= 3; ++i) {
+    const std::string address = DataplaneCluster::nodeAddress(i);
+    forwarders.push_back(inNamespace(node(i), {"python3", "-c", forward, address, "9402"},
+                                     "metrics-forward-" + std::to_string(i)));
+    agents.push_back({address + ":9402", {{"node", node(i)}}});
+  }
+  const std::string files = testenv::sourceDir() + "/deploy/helm/egress-gateway-operator/files";
+  std::string error;
+  auto prometheus =
+      testenv::Prometheus::start({.targets = {cluster_->egressOperator().metricsTarget()},
+                                  .ruleFiles = {files + "/prometheus-rules.yaml"},
+                                  .moreJobs = {{"egw-agent", agents}}},
+                                 error);
+  ASSERT_NE(prometheus, nullptr) << error;
+  // Every live node's agent up, every dead one's down (none: no down target at all).
+  const std::string up = "up{job=\"egw-agent\"}";
+  const std::string scraped =
+      "count(" + up + " == 1) == " + std::to_string(alive.size()) +
+      (dead.empty() ? " unless count(" + up + " == 0)"
+                    : " and count(" + up + " == 0) == " + std::to_string(dead.size()));
+  if (prometheus->waitForSeries(scraped, 60s, error).empty()) {
+    // Which scrape fails, and where: the agent itself, or the way to it.
+    std::string why = error + "\n";
+    for (const auto& target :
+         prometheus->query(up, error).value_or(std::vector<testenv::PromSample>{})) {
+      why += target.label("node") + " up " + target.value + "\n";
+    }
+    for (int i = 1; i <= 3; ++i) {
+      why += "--- " + node(i) + ": the agent on loopback, then through the forwarder\n" +
+             agentMetrics(i).substr(0, 200) + "\n" +
+             output("curl -sS -m 2 http://" + DataplaneCluster::nodeAddress(i) +
+                    ":9402/metrics 2>&1 | head -c 200") +
+             "\n" + forwarders[i - 1]->log() + "\n";
+    }
+    FAIL() << why << prometheus->log();
+  }
+  // Two scrapes before the traffic, so that rate() has a sample before it.
+  std::this_thread::sleep_for(3s);
+
+  // Egress: a bulk connection of p3's (node 3) leaves through the holder.
+  ASSERT_THAT(connect("p3", "192.168.50.100", "bulk"), HasSubstr("\nbulk ok"));
+  std::ifstream in(files + "/grafana-dashboard.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  rapidjson::Document dashboard;
+  dashboard.Parse(text.str().c_str());
+  ASSERT_FALSE(dashboard.HasParseError());
+  std::vector<std::string> queries;
+  for (const auto& panel : dashboard["panels"].GetArray()) {
+    if (!panel.HasMember("targets")) {
+      continue;
+    }
+    for (const auto& t : panel["targets"].GetArray()) {
+      const std::string expr = t["expr"].GetString();
+      if (expr.find("egw_agent_egress_") != std::string::npos) {
+        queries.push_back(expr);
+      }
+    }
+  }
+  EXPECT_EQ(queries.size(), 2u) << "the bytes and the packets per policy";
+  for (std::string expr : queries) {
+    // The variables' "All" values; Grafana's $__rate_interval is at least 4 scrape intervals.
+    for (const auto& [var, value] : std::vector<std::pair<std::string, std::string>>{
+             {"$__rate_interval", "1m"}, {"$agent_job", ".+"}, {"$node", ".*"}}) {
+      for (auto at = expr.find(var); at != std::string::npos; at = expr.find(var)) {
+        expr.replace(at, var.size(), value);
+      }
+    }
+    ASSERT_EQ(expr.find('$'), std::string::npos) << expr;
+    const auto samples = prometheus->waitForSeries(
+        expr + " > 0 and on (policy_namespace, policy) " + "group by (policy_namespace, policy) " +
+            "(egw_agent_egress_bytes_total{policy_namespace=\"" + kNs + "\",policy=\"web\"})",
+        60s, error);
+    ASSERT_EQ(samples.size(), 1u) << expr << ": " << error;
+    std::printf("[ counted  ] %s: %s/%s %s per second\n", expr.c_str(),
+                samples[0].label("policy_namespace").c_str(), samples[0].label("policy").c_str(),
+                samples[0].value.c_str());
+  }
+
+  // Forged tunnel packets to the holder (as TheTunnelTakesOnlyANodesOwnSourcePods sends them):
+  // one from a live node with a selected pod's address that is not its own pod's
+  // (forged-source: the holder drops it), and one that a pod of a live node other than the
+  // holder's sends to the holder's tunnel port (from-a-pod: its node drops it).
+  auto podIP = [](const char* pod) {
+    return kubectlOut({"get", "pod", "-n", kNs, pod, "-o", "jsonpath={.status.podIP}"});
+  };
+  auto mac = [](int i) {
+    return dataplane::macText(
+        dataplane::tunnelMac(*ipam::parseAddress(DataplaneCluster::nodeAddress(i))));
+  };
+  auto send = [&](const std::string& from, int fromNode, const std::string& source,
+                  const std::string& tag) {
+    return output("ip netns exec " + from + " python3 " + kPackets + "/vxlan_send.py " +
+                  DataplaneCluster::nodeAddress(h) + " 4799 4242 " + mac(fromNode) + " " + mac(h) +
+                  " " + source + " 192.168.50.100 8080 " + tag);
+  };
+  int forger = 0;
+  for (int i : alive) {
+    forger = forger == 0 && i != h ? i : forger;
+  }
+  ASSERT_NE(forger, 0) << "no live node but the holder's";
+  // p1 (node 1) and p3 (node 3) are selected: the one that is not the forger's.
+  const std::string forged = podIP(forger == 3 ? "p1" : "p3");
+  ASSERT_FALSE(forged.empty());
+  // p2 (node 2) and p3b (node 3) are not selected: one on a live node that does not hold.
+  const int podNode = h != 2 && alive.contains(2) ? 2 : 3;
+  ASSERT_NE(podNode, h);
+  const char* pod = podNode == 2 ? "p2" : "p3b";
+  EXPECT_EQ(send(node(forger), forger, forged, "forged-for-prometheus"), "sent\n");
+  EXPECT_EQ(send(pod, podNode, podIP(pod), "from-a-pod-for-prometheus"), "sent\n");
+  std::set<std::pair<std::string, std::string>> want = {{node(h), "forged-source"},
+                                                        {node(podNode), "from-a-pod"}};
+  std::set<std::pair<std::string, std::string>> firing;
+  const bool fired = eventually(
+      [&] {
+        firing.clear();
+        for (const auto& r : prometheus->rules(error).value_or(std::vector<testenv::PromRule>{})) {
+          if (r.name != "EgressGatewayAgentTunnelForgedPackets") {
+            continue;
+          }
+          EXPECT_EQ(r.health, "ok") << r.lastError;
+          for (const auto& a : r.alerts) {
+            if (a.state == "firing") {
+              firing.insert({a.labels.at("node"), a.labels.at("reason")});
+            }
+          }
+        }
+        return firing == want;
+      },
+      60s);
+  std::string got;
+  for (const auto& [n, reason] : firing) {
+    got += " " + n + "/" + reason;
+  }
+  EXPECT_TRUE(fired) << "firing:" << got << "\n"
+                     << agentMetrics(h) << agentMetrics(podNode) << agentMetrics(forger);
+
+  // A dead node's agent: down, its alert pending (5 minutes are not over); none without one.
+  std::set<std::string> downNodes;
+  std::string downState;
+  const bool down = eventually(
+      [&] {
+        downNodes.clear();
+        for (const auto& r : prometheus->rules(error).value_or(std::vector<testenv::PromRule>{})) {
+          if (r.name == "EgressGatewayAgentDown") {
+            downState = r.state;
+            for (const auto& a : r.alerts) {
+              downNodes.insert(a.labels.count("node") != 0 ? a.labels.at("node") : "");
+            }
+          }
+        }
+        return downNodes == dead && downState == (dead.empty() ? "inactive" : "pending");
+      },
+      60s);
+  std::string downGot;
+  for (const auto& n : downNodes) {
+    downGot += " " + n;
+  }
+  EXPECT_TRUE(down) << "EgressGatewayAgentDown is " << downState << " for" << downGot;
 }
 
 }  // namespace

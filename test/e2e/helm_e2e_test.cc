@@ -7,13 +7,19 @@
 // operator_e2e_test passes with no RBAC denial, and the API server's own authorizer says what the
 // ServiceAccount may not do. Rendering choices that need no cluster (the CRD variant by
 // Kubernetes version, the monitoring objects, the values schema) are checked with helm template.
+// Last, the chart with its agent on a cluster that carries packets (dataplane_cluster.h: node and
+// pod network namespaces, so the whole binary runs in a private network namespace of its own):
+// the test runs the agent DaemonSet's pods as a kubelet would, and a connection held through
+// helm upgrade keeps its egress IP, and helm uninstall leaves every node as it found it.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -23,11 +29,13 @@
 #include <tuple>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "test/e2e/dataplane_cluster.h"
 #include "test/e2e/operator_helpers.h"
 #include "test/e2e/testenv/environment.h"
 #include "test/testutil/temp_dir.h"
@@ -51,6 +59,10 @@ constexpr const char* kCrds[] = {"ipampools.networking.egressgateway.dev",
                                  "egresspolicyslices.networking.egressgateway.dev",
                                  "operatorconfigs.networking.egressgateway.dev"};
 constexpr const char* kSlices = "egresspolicyslices.networking.egressgateway.dev";
+
+// Before main(): environment.cc's main starts the control plane, which must run in the private
+// network namespace with the data-plane cluster of the last test. Listing needs none of it.
+const bool kInPrivateNamespace = DataplaneCluster::reexecTestBinaryInPrivateNamespace();
 
 std::string chartDir() {
   return testenv::sourceDir() + "/deploy/helm/egress-gateway-operator";
@@ -180,6 +192,27 @@ class HelmE2E : public ::testing::Test {
     }
     auto r = controlPlane().kubectl(args);
     return r.output.substr(0, r.output.find('\n'));
+  }
+
+  // A ServiceAccount's token and the cluster CA, from the Secret that 1.20's token controller
+  // makes for it and names in the ServiceAccount: what a pod of it would have mounted.
+  std::map<std::string, std::string> serviceAccountSecret(const std::string& serviceAccount) const {
+    std::string secret;
+    EXPECT_TRUE(eventually(
+        [&] {
+          secret = field({"serviceaccount", "-n", kNamespace, serviceAccount}, ".secrets[0].name");
+          return !secret.empty();
+        },
+        60s));
+    std::map<std::string, std::string> out;
+    for (const std::string key : {"token", "ca.crt"}) {
+      auto got =
+          controlPlane().kubectl({"get", "secret", "-n", kNamespace, secret, "-o",
+                                  "go-template={{index .data \"" + key + "\" | base64decode}}"});
+      EXPECT_TRUE(got.ok() && !got.output.empty()) << got.output;
+      out[key] = got.output;
+    }
+    return out;
   }
 
   testutil::TempDir tmp_;
@@ -417,25 +450,14 @@ TEST_F(HelmE2E, OperatorRunsInClusterWithOnlyTheServiceAccountToken) {
                             "agent.enabled=false"});
   ASSERT_TRUE(installed.ok()) << installed.output;
 
-  // What a pod of the Deployment would have mounted: 1.20's token controller puts the
-  // ServiceAccount's token and the cluster CA into a Secret it names in the ServiceAccount.
-  std::string secret;
-  ASSERT_TRUE(eventually(
-      [&] {
-        secret = field({"serviceaccount", "-n", kNamespace, kServiceAccount}, ".secrets[0].name");
-        return !secret.empty();
-      },
-      60s));
+  // What a pod of the Deployment would have mounted.
   const std::string saDir = tmp_.path() + "/serviceaccount";
   const std::string home = tmp_.path() + "/home";
   std::filesystem::create_directories(saDir);
   std::filesystem::create_directories(home);
-  for (const std::string key : {"token", "ca.crt"}) {
-    auto got =
-        controlPlane().kubectl({"get", "secret", "-n", kNamespace, secret, "-o",
-                                "go-template={{index .data \"" + key + "\" | base64decode}}"});
-    ASSERT_TRUE(got.ok() && !got.output.empty()) << got.output;
-    std::ofstream(saDir + "/" + key) << got.output;
+  for (const auto& [key, value] : serviceAccountSecret(kServiceAccount)) {
+    ASSERT_FALSE(value.empty()) << key;
+    std::ofstream(saDir + "/" + key) << value;
   }
   std::ofstream(saDir + "/namespace") << kNamespace;
 
@@ -684,8 +706,9 @@ TEST_F(HelmE2E, TemplateChoosesTheCRDVariantByKubernetesVersion) {
   EXPECT_EQ(mine, generated);
 }
 
-// ServiceMonitor and PrometheusRule only where monitoring.coreos.com/v1 is served or forced; the
-// PrometheusRule carries the rules file.
+// ServiceMonitor, the agents' PodMonitor and PrometheusRule only where monitoring.coreos.com/v1
+// serves them or they are forced; the PrometheusRule carries the rules file (the agents' group
+// only with agent.enabled), and the PodMonitor scrapes the agent DaemonSet's pods.
 TEST_F(HelmE2E, TemplateRendersMonitoringObjectsOnlyWhereTheirAPIIsServed) {
   auto plain = helmTemplate({});
   ASSERT_TRUE(plain.ok()) << plain.output;
@@ -704,17 +727,87 @@ TEST_F(HelmE2E, TemplateRendersMonitoringObjectsOnlyWhereTheirAPIIsServed) {
   auto off = helmTemplate({"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--set",
                            "monitoring.serviceMonitor.enabled=false"});
   EXPECT_FALSE(contains(off.output, "kind: ServiceMonitor"));
-  // Every alert of the rules file is in the PrometheusRule.
+  // Every alert of the rules file is in the PrometheusRule; the agents' (group egw-agent) only
+  // with agent.enabled, so that no agent alert reports agents that were never installed.
+  auto noAgent = helmTemplate(
+      {"--set", "monitoring.prometheusRule.force=true", "--set", "agent.enabled=false"});
+  ASSERT_TRUE(noAgent.ok()) << noAgent.output;
   std::istringstream rules(readFile(chartDir() + "/files/prometheus-rules.yaml"));
   std::string line;
   int alerts = 0;
+  int agentAlerts = 0;
   while (std::getline(rules, line)) {
     if (auto p = line.find("alert: "); p != std::string::npos) {
       ++alerts;
+      const bool agent = contains(line, "alert: EgressGatewayAgent");
+      agentAlerts += agent ? 1 : 0;
       EXPECT_TRUE(contains(forced.output, line.substr(p))) << line;
+      EXPECT_EQ(contains(noAgent.output, line.substr(p)), !agent) << line;
     }
   }
-  EXPECT_GT(alerts, 0);
+  EXPECT_GT(alerts, agentAlerts);
+  EXPECT_GE(agentAlerts, 6);
+
+  // The agents' PodMonitor: where PodMonitors are served or it is forced, with agent.enabled.
+  const std::string podMonitor = "kind: PodMonitor";
+  EXPECT_FALSE(contains(plain.output, podMonitor));
+  EXPECT_FALSE(contains(served.output, podMonitor));
+  auto agentsServed = helmTemplate({"--api-versions", "monitoring.coreos.com/v1/PodMonitor"});
+  ASSERT_TRUE(agentsServed.ok()) << agentsServed.output;
+  EXPECT_TRUE(contains(agentsServed.output, podMonitor));
+  EXPECT_TRUE(contains(helmTemplate({"--set", "monitoring.agentPodMonitor.force=true"}).output,
+                       podMonitor));
+  EXPECT_FALSE(contains(helmTemplate({"--api-versions", "monitoring.coreos.com/v1/PodMonitor",
+                                      "--set", "monitoring.agentPodMonitor.enabled=false"})
+                            .output,
+                        podMonitor));
+  EXPECT_FALSE(contains(helmTemplate({"--set", "monitoring.agentPodMonitor.force=true", "--set",
+                                      "agent.enabled=false"})
+                            .output,
+                        podMonitor));
+  // It scrapes the DaemonSet's pods by their metrics port, as the API server reads the
+  // DaemonSet: their labels and the port's name are the ones it names.
+  auto monitorYaml = helmTemplate({"--api-versions", "monitoring.coreos.com/v1/PodMonitor", "--set",
+                                   "monitoring.agentPodMonitor.interval=15s", "--set",
+                                   "monitoring.agentPodMonitor.labels.release=prometheus",
+                                   "--show-only", "templates/agent-podmonitor.yaml"});
+  ASSERT_TRUE(monitorYaml.ok()) << monitorYaml.output;
+  auto daemonSetYaml = helmTemplate({"--show-only", "templates/agent-daemonset.yaml"});
+  ASSERT_TRUE(daemonSetYaml.ok()) << daemonSetYaml.output;
+  const std::string daemonSetFile = tmp_.path() + "/agent-daemonset.yaml";
+  std::ofstream(daemonSetFile) << daemonSetYaml.output;
+  const auto daemonSet = parseJson(controlPlane()
+                                       .kubectl({"create", "--dry-run=client", "--validate=false",
+                                                 "-o", "json", "-f", daemonSetFile})
+                                       .output);
+  ASSERT_TRUE(daemonSet.IsObject()) << daemonSetYaml.output;
+  const auto* podLabels = at(daemonSet, {"spec", "template", "metadata", "labels"});
+  ASSERT_TRUE(podLabels != nullptr && podLabels->IsObject());
+  // Its selector (matchLabels, indented 6: not its own labels, indented 4).
+  for (const char* name : {"app.kubernetes.io/name", "app.kubernetes.io/instance"}) {
+    ASSERT_FALSE(str(*podLabels, name).empty()) << name;
+    EXPECT_TRUE(contains(monitorYaml.output,
+                         "\n      " + std::string(name) + ": " + str(*podLabels, name) + "\n"))
+        << name << "\n"
+        << monitorYaml.output;
+  }
+  const auto* ports =
+      at((*at(daemonSet, {"spec", "template", "spec", "containers"}))[0], {"ports"});
+  ASSERT_TRUE(ports != nullptr && ports->IsArray());
+  std::set<std::string> portNames;
+  for (const auto& port : ports->GetArray()) {
+    portNames.insert(str(port, "name"));
+  }
+  EXPECT_TRUE(portNames.contains("agent-metrics"));
+  EXPECT_TRUE(contains(monitorYaml.output, "- port: agent-metrics\n")) << monitorYaml.output;
+  EXPECT_TRUE(contains(monitorYaml.output, "matchNames: [" + std::string(kNamespace) + "]"));
+  EXPECT_TRUE(contains(monitorYaml.output, "interval: 15s"));
+  EXPECT_TRUE(contains(monitorYaml.output, "release: prometheus"));
+  // Every series gets the pod's node, which the agent alerts and the dashboard name.
+  EXPECT_TRUE(contains(monitorYaml.output,
+                       "- sourceLabels: [__meta_kubernetes_pod_node_name]\n"
+                       "          targetLabel: node\n"))
+      << monitorYaml.output;
 }
 
 // agent.enabled: the egw-agent DaemonSet (hostNetwork, NET_ADMIN + NET_RAW, the node's name
@@ -766,6 +859,8 @@ TEST_F(HelmE2E, WithTheAgentTheDaemonSetRunsOnEveryNodeWithTheRBACItNeeds) {
     EXPECT_TRUE(std::find(args.begin(), args.end(), "--node-name=$(NODE_NAME)") != args.end());
     EXPECT_TRUE(std::find(args.begin(), args.end(), "--lease-namespace=" + agentLeases) !=
                 args.end());
+    EXPECT_TRUE(std::find(args.begin(), args.end(),
+                          "--owner-daemonset=" + std::string(kNamespace) + "/" + ds) != args.end());
     EXPECT_EQ(
         toJson((*at(agent, {"env"}))[0]),
         R"({"name":"NODE_NAME","valueFrom":{"fieldRef":{"apiVersion":"v1","fieldPath":"spec.nodeName"}}})");
@@ -834,6 +929,13 @@ TEST_F(HelmE2E, WithTheAgentTheDaemonSetRunsOnEveryNodeWithTheRBACItNeeds) {
       {"delete", kSlices, "", "", "no"},
       {"list", "egressgatewaypolicies.networking.egressgateway.dev", "", "", "no"},
       {"create", "events", "default", "", "no"},
+      // Its DaemonSet, read to tell an uninstall from a restart, in the release namespace only.
+      {"list", "daemonsets.apps", releaseNs.c_str(), "", "yes"},
+      {"watch", "daemonsets.apps", releaseNs.c_str(), "", "yes"},
+      {"list", "daemonsets.apps", "", "", "no"},
+      {"list", "daemonsets.apps", "kube-system", "", "no"},
+      {"update", "daemonsets.apps", releaseNs.c_str(), "", "no"},
+      {"delete", "daemonsets.apps", releaseNs.c_str(), "", "no"},
   };
   for (const auto& a : matrix) {
     const std::string got = canI(a.verb, a.resource, a.ns, a.subresource, sa);
@@ -1184,6 +1286,263 @@ TEST_F(HelmE2E, TheSchemasBoundaryValuesAreTheOperatorsToo) {
 
   controlPlane().kubectl({"delete", "lease", "-n", kNamespace, "egress-gateway-operator", "a",
                           longLease, "--ignore-not-found"});
+}
+
+// What a kubelet would run for the pods of the chart's agent DaemonSet on the data-plane
+// cluster's nodes (the control plane's test kubelet marks them Ready and finalizes their
+// deletion, but runs nothing): the init container's command in the node's namespace, then
+// egw-agent with the container's arguments (the downward API's $(NODE_NAME) and $(HOST_IP)
+// filled in) and the agent ServiceAccount's token, so the API server authorizes it by the
+// chart's RBAC; and SIGTERM once its pod is deleted or being deleted, as a kubelet stops a
+// container.
+class AgentKubelet {
+ public:
+  AgentKubelet(DataplaneCluster& cluster, std::string kubeconfig)
+      : cluster_(cluster), kubeconfig_(std::move(kubeconfig)) {}
+
+  // One pass over the pods: starts an agent for each new one, stops those of deleted ones.
+  void sync() {
+    auto r = controlPlane().kubectl({"get", "pods", "-n", kNamespace, "-l",
+                                     "app.kubernetes.io/name=egress-gateway-operator-agent", "-o",
+                                     "json"});
+    if (!r.ok()) {
+      return;
+    }
+    const auto pods = parseJson(r.output);
+    const auto* items = at(pods, {"items"});
+    if (items == nullptr || !items->IsArray()) {
+      return;
+    }
+    // As a kubelet: a deleted pod's container is stopped before its successor's starts (both
+    // bind the node's ports).
+    std::set<std::string> live;
+    for (const auto& pod : items->GetArray()) {
+      if (at(pod, {"metadata", "deletionTimestamp"}) == nullptr) {
+        live.insert(str(*at(pod, {"metadata"}), "uid"));
+      }
+    }
+    for (auto it = agents_.begin(); it != agents_.end();) {
+      if (live.contains(it->first)) {
+        ++it;
+        continue;
+      }
+      auto& p = *it->second.process;
+      p.signal(SIGTERM);
+      const auto code = exitCode(p.reap(30s));
+      std::printf("[ kubelet  ] stopped %s: exit %d\n", it->second.pod.c_str(), code.value_or(-1));
+      stopped_.push_back({it->second.pod, code.value_or(-1), p.log()});
+      it = agents_.erase(it);
+    }
+    for (const auto& pod : items->GetArray()) {
+      const std::string uid = str(*at(pod, {"metadata"}), "uid");
+      const std::string nodeName = str(*at(pod, {"spec"}), "nodeName");
+      if (at(pod, {"metadata", "deletionTimestamp"}) != nullptr || nodeName.empty()) {
+        continue;
+      }
+      int i = 1;
+      while (i <= 3 && DataplaneCluster::node(i) != nodeName) {
+        ++i;
+      }
+      if (i > 3 || agents_.contains(uid)) {
+        continue;
+      }
+      const std::string name = str(*at(pod, {"metadata"}), "name");
+      auto init = strings(at((*at(pod, {"spec", "initContainers"}))[0], {"command"}));
+      init.insert(init.begin(), {"ip", "netns", "exec", nodeName});
+      auto initRun = testenv::runCommand(init);
+      EXPECT_EQ(initRun.exitCode, 0) << name << "'s init container: " << initRun.output;
+      const auto& container = (*at(pod, {"spec", "containers"}))[0];
+      EXPECT_EQ(strings(at(container, {"command"})),
+                std::vector<std::string>{"/usr/local/bin/egw-agent"});
+      auto args = strings(at(container, {"args"}));
+      for (auto& a : args) {
+        for (const auto& [var, value] :
+             {std::pair<std::string, std::string>{"$(NODE_NAME)", nodeName},
+              {"$(HOST_IP)", DataplaneCluster::nodeAddress(i)}}) {
+          if (auto p = a.find(var); p != std::string::npos) {
+            a.replace(p, var.size(), value);
+          }
+        }
+      }
+      args.push_back("--kubeconfig=" + kubeconfig_);
+      Agent agent{name, cluster_.confinedAgent(i, args, name)};
+      EXPECT_TRUE(agent.process->error().empty()) << agent.process->error();
+      std::printf("[ kubelet  ] started %s on %s\n", name.c_str(), nodeName.c_str());
+      agents_.emplace(uid, std::move(agent));
+    }
+  }
+
+  // `work` on a thread of its own while this one syncs every 200 ms (helm --wait blocks until
+  // the pods it waits for are Ready, and an agent must be back before its Lease runs out).
+  testenv::CommandResult whileSyncing(const std::function<testenv::CommandResult()>& work) {
+    std::atomic<bool> done = false;
+    testenv::CommandResult result;
+    std::thread t([&] {
+      result = work();
+      done = true;
+    });
+    while (!done) {
+      sync();
+      std::this_thread::sleep_for(200ms);
+    }
+    t.join();
+    sync();
+    return result;
+  }
+
+  size_t running() const { return agents_.size(); }
+  struct Stopped {
+    std::string pod;
+    int exitCode;
+    std::string log;
+  };
+  const std::vector<Stopped>& stopped() const { return stopped_; }
+  std::string logs() const {
+    std::string out;
+    for (const auto& [uid, a] : agents_) {
+      out += "## " + a.pod + "\n" + a.process->log() + "\n";
+    }
+    return out;
+  }
+
+ private:
+  struct Agent {
+    std::string pod;
+    std::unique_ptr<testenv::ChildProcess> process;
+  };
+  DataplaneCluster& cluster_;
+  std::string kubeconfig_;
+  std::map<std::string, Agent> agents_;  // by pod UID
+  std::vector<Stopped> stopped_;
+};
+
+// Acceptance: the chart as a user installs it, the agent on (the default), on a cluster whose
+// nodes carry packets. Install: a selected pod's connection leaves with the egress IP, another
+// pod's with its node's address. Upgrade (the agent's pods replaced one by one): a connection
+// held through it loses no line and no policy leaves Ready. Uninstall: each agent, stopped
+// because its DaemonSet was deleted, takes its state out of the kernel, and each node's
+// ruleset, rules, routes, proxy entries and links are what they were before the install.
+TEST_F(HelmE2E, WithTheAgentPacketsLeaveThroughAnUpgradeAndUninstallLeavesEveryNodeAsItWas) {
+  ASSERT_TRUE(kInPrivateNamespace);
+  DataplaneCluster cluster;
+  ASSERT_EQ(cluster.createNodesAndPods(), "");
+  namespaces_.push_back(DataplaneCluster::kNamespace);
+  namespaces_.push_back(DataplaneCluster::kLeaseNamespace);
+  pools_.push_back(DataplaneCluster::kPool);
+  std::map<int, std::string> before;
+  for (int i = 1; i <= 3; ++i) {
+    before[i] = DataplaneCluster::networkState(i);
+    ASSERT_THAT(before[i], ::testing::HasSubstr("## nft list ruleset\ntable ")) << before[i];
+  }
+  ASSERT_EQ(cluster.prepareAgents(), "");
+
+  // The CRDs are the cluster's already (createNodesAndPods applied them).
+  auto installed = install({"--set", "crds.install=false"});
+  ASSERT_TRUE(installed.ok()) << installed.output;
+  const std::string agentSa = std::string(kFullName) + "-agent";
+  const std::string token = serviceAccountSecret(agentSa)["token"];
+  ASSERT_FALSE(token.empty());
+  const std::string kubeconfig = cluster.tokenKubeconfig(token, "agent-sa");
+  ASSERT_FALSE(kubeconfig.empty());
+  AgentKubelet kubelet(cluster, kubeconfig);
+  ASSERT_TRUE(eventually(
+      [&] {
+        kubelet.sync();
+        return kubelet.running() == 3;
+      },
+      120s));
+  const std::string agentLeases = std::string(kNamespace) + "-agents";
+  ASSERT_EQ(cluster.startOperator({.operatorConfigYaml = "",
+                                   .applyOperatorConfig = false,
+                                   .agentLeaseNamespace = agentLeases}),
+            "")
+      << kubelet.logs();
+  const std::string egressIP = cluster.egressIP();
+  EXPECT_THAT(DataplaneCluster::connect("p3", DataplaneCluster::kEchoServer),
+              ::testing::StartsWith(egressIP + ":"));
+  EXPECT_THAT(DataplaneCluster::connect("p2", DataplaneCluster::kEchoServer),
+              ::testing::StartsWith(DataplaneCluster::nodeAddress(2) + ":"));
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_NE(DataplaneCluster::networkState(i), before[i]) << "node " << i << " not programmed";
+  }
+
+  // helm upgrade with a changed agent value: the DaemonSet replaces its pods one by one.
+  auto held = cluster.inNamespace("p3",
+                                  {"python3", DataplaneCluster::packetsDir() + "/client.py",
+                                   DataplaneCluster::kEchoServer, "hold:30:5"},
+                                  "held");
+  ASSERT_TRUE(eventually([&] { return !held->log().empty(); }, 10s));
+  std::string watched;
+  std::thread watcher([&] {
+    watched =
+        controlPlane()
+            .kubectl(
+                {"get", "egp", "-n", DataplaneCluster::kNamespace, "--watch",
+                 "--request-timeout=50s", "-o",
+                 R"(jsonpath={.metadata.name}={.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Programmed")].status}{"\n"})"})
+            .output;
+  });
+  std::this_thread::sleep_for(2s);
+  const auto upgradeStart = std::chrono::steady_clock::now();
+  auto upgraded = kubelet.whileSyncing([&] {
+    return helm({"upgrade", kRelease, chartDir(), "-n", kNamespace, "--wait", "--timeout=180s",
+                 "--reuse-values", "--set", "agent.logLevel=debug"});
+  });
+  const double upgradeSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - upgradeStart).count();
+  ASSERT_TRUE(upgraded.ok()) << upgraded.output;
+  ASSERT_TRUE(eventually(
+      [&] {
+        kubelet.sync();
+        return kubelet.running() == 3;
+      },
+      60s));
+  std::printf("[ upgrade  ] %.1f s, %zu agents replaced\n", upgradeSeconds,
+              kubelet.stopped().size());
+  EXPECT_EQ(kubelet.stopped().size(), 3u) << "each agent pod replaced once";
+  for (const auto& s : kubelet.stopped()) {
+    EXPECT_EQ(s.exitCode, 0) << s.pod << ":\n" << s.log;
+    EXPECT_THAT(s.log, ::testing::HasSubstr("the kernel state stays")) << s.pod;
+    EXPECT_THAT(s.log, ::testing::Not(::testing::HasSubstr("removing what this agent")));
+  }
+  // Otherwise the connection did not span the upgrade, and proved nothing about it.
+  EXPECT_TRUE(held->running()) << "the upgrade outlasted the held connection: " << held->log();
+  EXPECT_TRUE(held->reap(120s)) << "still holding";
+  EXPECT_THAT(held->log(), ::testing::StartsWith(egressIP + ":"));
+  EXPECT_THAT(held->log(), ::testing::HasSubstr("\nheld ok")) << held->log();
+  watcher.join();
+  EXPECT_THAT(watched, ::testing::HasSubstr("web=True/True")) << watched;
+  EXPECT_THAT(watched, ::testing::Not(::testing::HasSubstr("=False"))) << watched;
+  EXPECT_THAT(DataplaneCluster::connect("p3", DataplaneCluster::kEchoServer),
+              ::testing::StartsWith(egressIP + ":"));
+
+  // helm uninstall deletes the DaemonSet (and, right after, the agents' RBAC and ServiceAccount):
+  // the agents learn of the deletion from the watch they hold, and clean up when stopped.
+  const size_t replaced = kubelet.stopped().size();
+  auto uninstalled = kubelet.whileSyncing([&] {
+    return helm({"uninstall", kRelease, "-n", kNamespace, "--wait"});
+  });
+  ASSERT_TRUE(uninstalled.ok()) << uninstalled.output;
+  EXPECT_TRUE(eventually(
+      [&] {
+        kubelet.sync();
+        return kubelet.running() == 0;
+      },
+      120s))
+      << kubelet.logs();
+  ASSERT_EQ(kubelet.stopped().size(), replaced + 3);
+  for (size_t k = replaced; k < kubelet.stopped().size(); ++k) {
+    const auto& s = kubelet.stopped()[k];
+    EXPECT_EQ(s.exitCode, 0) << s.pod << ":\n" << s.log;
+    EXPECT_THAT(s.log, ::testing::HasSubstr("removing what this agent put in the kernel"))
+        << s.pod << ":\n"
+        << s.log;
+  }
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(DataplaneCluster::networkState(i), before[i]) << "node " << i;
+  }
+  cluster.egressOperator().process().signal(SIGTERM);
+  EXPECT_EQ(exitCode(cluster.egressOperator().process().reap(60s)), 0);
 }
 
 }  // namespace

@@ -165,6 +165,20 @@ std::string scrapeConfig(const PrometheusOptions& options) {
   for (const auto& f : options.ruleFiles) {
     rules += (rules.empty() ? "rule_files:\n" : "") + std::string("  - \"") + f + "\"\n";
   }
+  // One static config per target, for its labels. The values are the tests' own names, which
+  // need no escaping in a double-quoted YAML string.
+  std::string moreJobs;
+  for (const auto& job : options.moreJobs) {
+    moreJobs += "  - job_name: \"" + job.name + "\"\n    static_configs:\n";
+    for (const auto& t : job.targets) {
+      moreJobs += "      - targets: [\"" + t.address + "\"]\n        labels: {";
+      std::string labels;
+      for (const auto& [name, value] : t.labels) {
+        labels += (labels.empty() ? "" : ", ") + name + ": \"" + value + "\"";
+      }
+      moreJobs += labels + "}\n";
+    }
+  }
   return "global:\n"
          "  scrape_interval: 1s\n"
          "  scrape_timeout: 1s\n"
@@ -175,7 +189,7 @@ std::string scrapeConfig(const PrometheusOptions& options) {
          "\"\n"
          "    static_configs:\n"
          "      - targets: [" +
-         targets + "]\n" + rules;
+         targets + "]\n" + moreJobs + rules;
 }
 
 }  // namespace

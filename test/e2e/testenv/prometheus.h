@@ -2,7 +2,8 @@
 //
 // A real Prometheus server for end-to-end tests: Debian's /usr/bin/prometheus (2.42), started by
 // the test with a temporary config and storage directory on a free loopback port, scraping the
-// targets it is given every second, queried through its HTTP API (/api/v1/query), and stopped
+// targets it is given every second (one job, and more jobs whose targets may carry labels, as
+// relabeled ones do), queried through its HTTP API (/api/v1/query), and stopped
 // (its directory removed) when the object goes away. It dies with the thread that started it,
 // even on SIGKILL. The machine's own prometheus service, if any, is never used or touched.
 // It can load rule files too (evaluated every second), whose state rules() reads
@@ -27,6 +28,18 @@
 
 namespace egress::testenv {
 
+// A target of a further scrape job, with labels Prometheus adds to every series of it, as a
+// relabeling does (the chart's PodMonitor gives each agent's series its `node`).
+struct PrometheusTarget {
+  std::string address;  // host:port
+  std::map<std::string, std::string> labels = {};
+};
+
+struct PrometheusJob {
+  std::string name;
+  std::vector<PrometheusTarget> targets;
+};
+
 struct PrometheusOptions {
   // host:port of each target; Prometheus scrapes http://<target>/metrics.
   std::vector<std::string> targets;
@@ -34,6 +47,8 @@ struct PrometheusOptions {
   std::string binary = "/usr/bin/prometheus";
   // Paths of rule files for prometheus.yml's rule_files.
   std::vector<std::string> ruleFiles = {};
+  // Scrape jobs beside `job`, each target with its own labels.
+  std::vector<PrometheusJob> moreJobs = {};
 };
 
 // One element of an instant vector.
