@@ -62,10 +62,8 @@ std::string badObjectNames(const egress::controllerruntime::ManagerOptions& opti
     auto errors = egress::validation::dns1123SubdomainErrors(value);
     return errors.empty() ? "" : flag + " \"" + value + "\": " + errors.front();
   };
-  // A DNS-1123 label is a subdomain of one label, of at most 63 characters.
   const auto label = [](const std::string& flag, const std::string& value) -> std::string {
-    if (value.empty() || (value.size() <= 63 && value.find('.') == std::string::npos &&
-                          egress::validation::dns1123SubdomainErrors(value).empty())) {
+    if (value.empty() || egress::validation::dns1123LabelErrors(value).empty()) {
       return "";
     }
     return flag + " \"" + value +

@@ -144,9 +144,7 @@ int main(int argc, char** argv) {
     const auto slash = ownerDaemonSet.find('/');
     ownerNamespace = ownerDaemonSet.substr(0, slash);
     ownerDaemonSet = slash == std::string::npos ? "" : ownerDaemonSet.substr(slash + 1);
-    // A namespace is a DNS-1123 label: a subdomain of one label, at most 63 characters.
-    if (ownerNamespace.size() > 63 || ownerNamespace.find('.') != std::string::npos ||
-        !egress::validation::dns1123SubdomainErrors(ownerNamespace).empty() ||
+    if (!egress::validation::dns1123LabelErrors(ownerNamespace).empty() ||
         !egress::validation::dns1123SubdomainErrors(ownerDaemonSet).empty()) {
       return usage("--owner-daemonset must be <namespace>/<name> of a DaemonSet");
     }

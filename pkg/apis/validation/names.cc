@@ -6,6 +6,7 @@ namespace {
 constexpr size_t kQualifiedNameMaxLength = 63;
 constexpr size_t kLabelValueMaxLength = 63;
 constexpr size_t kDns1123SubdomainMaxLength = 253;
+constexpr size_t kDns1123LabelMaxLength = 63;
 
 constexpr char kQualifiedNameMessage[] =
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
@@ -16,6 +17,10 @@ constexpr char kLabelValueMessage[] =
     "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
     "'my_value',  or '12345', regex used for validation is "
     "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+constexpr char kDns1123LabelMessage[] =
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 constexpr char kDns1123SubdomainMessage[] =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
@@ -116,6 +121,17 @@ std::vector<std::string> dns1123SubdomainErrors(std::string_view value) {
   }
   if (!ok) {
     errs.emplace_back(kDns1123SubdomainMessage);
+  }
+  return errs;
+}
+
+std::vector<std::string> dns1123LabelErrors(std::string_view value) {
+  std::vector<std::string> errs;
+  if (value.size() > kDns1123LabelMaxLength) {
+    errs.push_back(maxLenError(kDns1123LabelMaxLength));
+  }
+  if (!isDns1123Label(value)) {
+    errs.emplace_back(kDns1123LabelMessage);
   }
   return errs;
 }

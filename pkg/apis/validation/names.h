@@ -21,5 +21,8 @@ std::vector<std::string> labelValueErrors(std::string_view value);
 // IsDNS1123Subdomain: at most 253 characters, dot-separated lower-case alphanumeric labels that
 // may contain '-' inside.
 std::vector<std::string> dns1123SubdomainErrors(std::string_view value);
+// IsDNS1123Label (a namespace's name): at most 63 lower-case alphanumerics or '-', starting and
+// ending with an alphanumeric.
+std::vector<std::string> dns1123LabelErrors(std::string_view value);
 
 }  // namespace egress::validation

@@ -529,5 +529,16 @@ TEST(NamesTest, LabelValuesAndSubdomains) {
   }
 }
 
+TEST(NamesTest, Dns1123Labels) {
+  using validation::dns1123LabelErrors;
+  EXPECT_THAT(dns1123LabelErrors("egress-system"), IsEmpty());
+  EXPECT_THAT(dns1123LabelErrors(std::string(63, 'a')), IsEmpty());
+  for (const char* bad : {"", "a.b", "Egress", "-a", "a-", "a_b"}) {
+    EXPECT_EQ(dns1123LabelErrors(bad).size(), 1u) << bad;
+  }
+  EXPECT_THAT(dns1123LabelErrors(std::string(64, 'a')),
+              ElementsAre("must be no more than 63 characters"));
+}
+
 }  // namespace
 }  // namespace egress::networking::v1alpha1
