@@ -123,12 +123,12 @@ int main(int argc, char** argv) {
   if (port < 1 || port > 65535) {
     return usage("--tunnel-port must be between 1 and 65535");
   }
-  // Contiguous bits; their top two values are the reply and refuse marks, and at least one more
-  // is needed for an egress IP.
+  // Contiguous bits; their top three values are the reply, refuse and local marks, and at least
+  // one more is needed for a node that holds egress IPs.
   const auto mask = static_cast<uint32_t>(markMask);
   const uint32_t values = mask == 0 ? 0 : mask >> std::countr_zero(mask);
-  if (markMask <= 0 || markMask > 0xffffffffLL || values < 3 || (values & (values + 1)) != 0) {
-    return usage("--mark-mask must be contiguous bits, at least 2 of them");
+  if (markMask <= 0 || markMask > 0xffffffffLL || values < 7 || (values & (values + 1)) != 0) {
+    return usage("--mark-mask must be contiguous bits, at least 3 of them");
   }
   // It owns tables base (replies) to base + the mask's highest value (one per mark): none of
   // them may be the kernel's default, main or local (253-255), nor past the 32-bit range.
@@ -206,6 +206,8 @@ int main(int argc, char** argv) {
   const std::string observedSlices(egress::dataplane::kObservedSlicesAnnotation);
   lock.setAnnotation(programmed, "");
   lock.setAnnotation(observedSlices, "");
+  const std::string problems(egress::dataplane::kProblemsAnnotation);
+  lock.setAnnotation(problems, "");
   egress::agent::LeaseRenewer::Options renewOptions;
   renewOptions.renewInterval = std::chrono::milliseconds(renewIntervalMs);
   renewOptions.duration = std::chrono::seconds(leaseDurationS);
@@ -228,10 +230,11 @@ int main(int argc, char** argv) {
   agentOptions.dryRun = dryRun;
   agentOptions.ownerNamespace = ownerNamespace;
   agentOptions.ownerDaemonSet = ownerDaemonSet;
-  agentOptions.report = [&lock, programmed, observedSlices](const std::string& held,
-                                                            const std::string& version) {
-    lock.setAnnotation(programmed, held);
-    lock.setAnnotation(observedSlices, version);
+  agentOptions.report = [&lock, programmed, observedSlices,
+                         problems](const egress::agent::AgentReport& report) {
+    lock.setAnnotation(programmed, report.programmed);
+    lock.setAnnotation(observedSlices, report.observedSlices);
+    lock.setAnnotation(problems, report.problems);
   };
   auto& dp = agentOptions.dataplane;
   dp.uplink = uplink;

@@ -254,7 +254,7 @@ Result<Ok, std::string> Agent::addEventHandlers() {
   return Ok{};
 }
 
-ClusterView Agent::view(Clock::TimePoint now, std::vector<std::string>* problems) const {
+ClusterView Agent::view(Clock::TimePoint now, std::vector<dataplane::Problem>* problems) const {
   ClusterView v;
   v.self = options_.nodeName;
   for (const auto& n : nodes_->indexer().list()) {
@@ -291,24 +291,32 @@ std::optional<Clock::TimePoint> Agent::nextExpiry(Clock::TimePoint now) const {
   return next;
 }
 
-void Agent::warnAbout(const std::vector<std::string>& problems) {
-  std::set<std::string> now(problems.begin(), problems.end());
+void Agent::warnAbout(const std::vector<dataplane::Problem>& problems) {
+  std::set<std::string> now;
+  std::map<dataplane::ProblemKind, int> byKind;
+  for (const auto& p : problems) {
+    now.insert(p.toString());
+    ++byKind[p.kind];
+  }
   for (const auto& p : now) {
     if (!problems_.contains(p)) {
       spdlog::warn("egw-agent: ignored: {}", p);
     }
   }
   problems_ = std::move(now);
+  metrics_.setProblems(byKind);
+  problemsReport_ = dataplane::problemsAnnotation(problems);
 }
 
-void Agent::report(const std::string& programmed, const std::string& observedSlices) {
-  if (!options_.report || (reported_ == programmed && reportedSlices_ == observedSlices)) {
+void Agent::report(AgentReport next) {
+  if (!options_.report || reported_ == next) {
     return;
   }
-  options_.report(programmed, observedSlices);
-  reportedSlices_ = observedSlices;
-  if (reported_ != programmed) {
-    reported_ = programmed;
+  options_.report(next);
+  const bool urgent = !reported_ || reported_->programmed != next.programmed ||
+                      reported_->problems != next.problems;
+  reported_ = std::move(next);
+  if (urgent) {
     renewer_.renewSoon();
   }
 }
@@ -344,8 +352,10 @@ Result<int, std::string> Agent::apply(const dataplane::DesiredState& want) {
   if (!nft) {
     return unexpected(nft.error());
   }
-  changes += *nft ? 1 : 0;
-  metrics_.tableApplied(want.kernel.nft.egressIPs, *nft);
+  using Kind = dataplane::NftApplier::Change::Kind;
+  // A replacement counts 1; an element transaction, its elements.
+  changes += nft->kind == Kind::kReplaced ? 1 : static_cast<int>(nft->elements);
+  metrics_.tableApplied(want.kernel.nft.egressIPs, nft->kind == Kind::kReplaced);
   auto routes = routing_->apply(want.kernel.rules, want.kernel.routes);
   if (!routes) {
     return unexpected(routes.error());
@@ -424,7 +434,7 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
   }
   const auto resync = ReconcileResult::requeueAfter(after);
   metrics_.setFenced(!renewer_.fresh(now));
-  std::vector<std::string> problems;
+  std::vector<dataplane::Problem> problems;
   // Read with the view, in the same turn: the version its slices reflect.
   const std::string observedSlices = slices_->indexedResourceVersion();
   auto v = view(now, &problems);
@@ -469,7 +479,7 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
           still.push_back(e);
         }
       }
-      report(dataplane::programmedAnnotation(still), programmedSlices_);
+      report({dataplane::programmedAnnotation(still), programmedSlices_, problemsReport_});
       metrics_.syncFailed();
       co_return ReconcileResult::error(applied.error());
     }
@@ -502,7 +512,7 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
   // After the kernel (in a dry run: after computing it), and never waited for: the renewer
   // writes it.
   programmedSlices_ = observedSlices;
-  report(dataplane::programmedAnnotation(want->held), programmedSlices_);
+  report({dataplane::programmedAnnotation(want->held), programmedSlices_, problemsReport_});
   co_return resync;
 }
 

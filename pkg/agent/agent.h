@@ -62,6 +62,18 @@ namespace egress::agent {
 
 inline constexpr const char* kSyncKey = "sync";
 
+// What the agent says of itself on its Lease, each the value of an annotation.
+struct AgentReport {
+  // What it holds and has programmed (kProgrammedAnnotation).
+  std::string programmed;
+  // The slices' resourceVersion that state reflects (kObservedSlicesAnnotation).
+  std::string observedSlices;
+  // The problems of policies it could not program (kProblemsAnnotation).
+  std::string problems;
+
+  friend bool operator==(const AgentReport&, const AgentReport&) = default;
+};
+
 struct AgentOptions {
   std::string nodeName;
   std::string leaseNamespace;
@@ -70,12 +82,10 @@ struct AgentOptions {
   bool dryRun = false;
   std::chrono::milliseconds debounce{100};
   std::chrono::milliseconds resync{1000};
-  // Publishes the agent's report on its Lease's next write: what it holds and has programmed
-  // (kProgrammedAnnotation) and the slices' resourceVersion that state reflects
-  // (kObservedSlicesAnnotation). A changed `programmed` is written at once (the agent has the
-  // renewer write it); a newer `observedSlices` alone rides on the next renewal. Unset: not
-  // reported.
-  std::function<void(const std::string& programmed, const std::string& observedSlices)> report;
+  // Publishes the agent's report on its Lease's next write. A changed `programmed` or `problems`
+  // is written at once (the agent has the renewer write it); a newer `observedSlices` alone rides
+  // on the next renewal. Unset: not reported.
+  std::function<void(const AgentReport&)> report;
   // The API server's addresses as this agent reaches it (kube::serverAddresses): never an
   // egress IP, never a destination that leaves through a gateway.
   std::vector<ipam::Address> apiServer;
@@ -110,16 +120,18 @@ class Agent : public controllerruntime::Controller {
 
  private:
   // What is ignored of the caches goes to `problems`.
-  dataplane::ClusterView view(Clock::TimePoint now, std::vector<std::string>* problems) const;
+  dataplane::ClusterView view(Clock::TimePoint now,
+                              std::vector<dataplane::Problem>* problems) const;
   // The next moment a liveness this agent knows of expires, if any is fresh at `now`.
   std::optional<Clock::TimePoint> nextExpiry(Clock::TimePoint now) const;
   void makeAppliers();
   Result<int, std::string> apply(const dataplane::DesiredState& want);
   void announce(const dataplane::DesiredState& want, Clock::TimePoint now);
-  // Logs the problems that were not there at the last sync: an ignored slice or a contested
-  // egress IP (fail closed) must be visible without a line per problem every second.
-  void warnAbout(const std::vector<std::string>& problems);
-  void report(const std::string& programmed, const std::string& observedSlices);
+  // Logs the problems that were not there at the last sync (an ignored slice or a contested
+  // egress IP, fail closed, must be visible without a line per problem every second) and counts
+  // them by kind.
+  void warnAbout(const std::vector<dataplane::Problem>& problems);
+  void report(AgentReport next);
   // Takes out of the kernel everything the agent puts there: the nft tables (its own and the
   // fence's), the links with their addresses and neighbours (proxy ARP/NDP entries included),
   // the rules and routes. Sysctls stay (the init container set them, and other software may
@@ -155,8 +167,9 @@ class Agent : public controllerruntime::Controller {
   std::set<ipam::Address> held_;
   std::set<std::string> problems_;
   // The report last published; nullopt before the first.
-  std::optional<std::string> reported_;
-  std::string reportedSlices_;
+  std::optional<AgentReport> reported_;
+  // The problems of the last sync, as an annotation.
+  std::string problemsReport_;
   // The slices' resourceVersion of the last sync that programmed the kernel in full: a failed
   // apply reports the one before it, since what the failed one withdrew may still be answered.
   std::string programmedSlices_;

@@ -53,6 +53,23 @@ AgentMetrics::AgentMetrics(prometheus::Registry& r)
   for (const char* reason : {"not-a-node", "from-a-pod", "forged-source"}) {
     tunnelDrops_->Add({{"reason", reason}});
   }
+  auto& problems = prometheus::BuildGauge()
+                       .Name("egw_agent_problems")
+                       .Help(
+                           "Problems in what this agent was given that stop it from programming "
+                           "part of it, by kind, as of the last sync (each is logged once and "
+                           "reported to the policy it concerns).")
+                       .Register(r);
+  for (auto kind : dataplane::kProblemKinds) {
+    problems_[kind] = &problems.Add({{"kind", std::string(dataplane::problemLabel(kind))}});
+  }
+}
+
+void AgentMetrics::setProblems(const std::map<dataplane::ProblemKind, int>& byKind) {
+  for (auto& [kind, g] : problems_) {
+    auto it = byKind.find(kind);
+    g->Set(it == byKind.end() ? 0 : it->second);
+  }
 }
 
 void AgentMetrics::kernelCounts(const std::map<std::string, dataplane::NftCount>& counters) {

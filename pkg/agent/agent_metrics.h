@@ -3,8 +3,8 @@
 // What egw-agent reports on /metrics (the Manager's registry): how many policies and egress IPs
 // it has programmed, how many syncs failed, when the last one succeeded, how many gratuitous
 // ARP / unsolicited NA packets it sent, whether it is fenced (its own Lease is stale), and what
-// the tunnel filter dropped, by reason, and what left with each egress IP this node holds, by
-// policy.
+// the tunnel filter dropped, by reason, what left with each egress IP this node holds, by
+// policy, and how many problems stop it from programming what it was given, by kind.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +18,7 @@
 #include <prometheus/registry.h>
 
 #include "pkg/dataplane/nft_ruleset.h"
+#include "pkg/dataplane/problem.h"
 
 namespace egress::agent {
 
@@ -30,6 +31,8 @@ class AgentMetrics {
   void announced(int packets);
   void setFenced(bool fenced);
   void forgotConnections(size_t entries);
+  // The problems of the last sync, by kind (a kind not in `byKind` has none).
+  void setProblems(const std::map<dataplane::ProblemKind, int>& byKind);
   // The table's named counters as the kernel has them now (nft_ruleset.h): what each counted
   // since the last call is added, the tunnel filter's by reason, the egress IPs' by the policy
   // and address tableApplied() last named. Read it just before the table may be replaced.
@@ -53,6 +56,7 @@ class AgentMetrics {
     prometheus::Counter* bytes = nullptr;
   };
 
+  std::map<dataplane::ProblemKind, prometheus::Gauge*> problems_;
   prometheus::Family<prometheus::Counter>* tunnelDrops_;
   prometheus::Family<prometheus::Counter>* egressPackets_;
   prometheus::Family<prometheus::Counter>* egressBytes_;

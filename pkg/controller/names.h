@@ -53,6 +53,10 @@ inline constexpr std::string_view kProgrammedAnnotation = "egressgateway.dev/pro
 // On egw-agent's Lease, with it: the EgressPolicySlices' resourceVersion its programmed state
 // reflects (withdrawals.h: when an address the slices dropped may be freed).
 inline constexpr std::string_view kObservedSlicesAnnotation = "egressgateway.dev/observed-slices";
+// On egw-agent's Lease, with it: the policies it cannot program, and why (pkg/dataplane/problem.h
+// writes it): a JSON array of {"uid", "policy", "reason", "message", "count"}. Their Programmed
+// and Ready are False with the reason (one of kDataplaneProblemReasons) while the agent is live.
+inline constexpr std::string_view kProblemsAnnotation = "egressgateway.dev/problems";
 // With the agent, gateway pods leave a not-ready or unreachable node after this long instead of
 // the API server's default 300 s, so the Deployment replaces them while the IP moves.
 inline constexpr int64_t kAgentTolerationSeconds = 10;
@@ -113,6 +117,12 @@ inline constexpr std::string_view kReasonApplyFailed = "ApplyFailed";
 inline constexpr std::string_view kReasonProgrammed = "Programmed";
 inline constexpr std::string_view kReasonNotProgrammed = "NotProgrammed";
 inline constexpr std::string_view kReasonAgentDisabled = "AgentDisabled";
+// A policy's Programmed and Ready when a live agent cannot program it (kProblemsAnnotation), by
+// what it reports (pkg/dataplane/problem.h's reasons; dataplane_contract_test pins them); a
+// reason not among them reads as kReasonDataplaneProblem.
+inline constexpr std::string_view kDataplaneProblemReasons[] = {
+    "Unparsable", "InvalidSlice", "RefusedAddress", "ContestedAddress", "DuplicateSlot", "NoMark"};
+inline constexpr std::string_view kReasonDataplaneProblem = "DataplaneProblem";
 
 // Event reasons beside the condition reasons above (a condition's Warning Event carries its
 // reason): a policy's addresses allocated, moved to another holder, released; a pool with no

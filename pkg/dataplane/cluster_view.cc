@@ -8,39 +8,50 @@ namespace {
 
 using networking::v1alpha1::EgressPolicySlice;
 
-void problem(std::vector<std::string>* problems, std::string text) {
-  if (problems != nullptr) {
-    problems->push_back(std::move(text));
+// Where problems go, and the policy they concern.
+struct Problems {
+  std::vector<Problem>* out;
+  std::string uid;
+  std::string key;
+
+  void add(ProblemKind kind, std::string message) const {
+    if (out != nullptr) {
+      out->push_back({kind, uid, key, std::move(message)});
+    }
   }
+};
+
+std::string policyKey(const EgressPolicySlice& slice) {
+  return slice.spec.policy.namespace_ + "/" + slice.spec.policy.name;
 }
 
 std::vector<ipam::Address> addresses(const std::vector<std::string>& texts,
-                                     const std::string& where, std::vector<std::string>* problems) {
+                                     const std::string& where, const Problems& problems) {
   std::vector<ipam::Address> out;
   for (const auto& text : texts) {
     if (auto ip = ipam::parseAddress(text)) {
       out.push_back(*ip);
     } else {
-      problem(problems, where + ": cannot parse address \"" + text + "\"");
+      problems.add(ProblemKind::kUnparsable, where + ": cannot parse address \"" + text + "\"");
     }
   }
   return out;
 }
 
 std::vector<ipam::Prefix> prefixes(const std::vector<std::string>& texts, const std::string& where,
-                                   std::vector<std::string>* problems) {
+                                   const Problems& problems) {
   std::vector<ipam::Prefix> out;
   for (const auto& text : texts) {
     if (auto p = ipam::parseAddressOrCIDR(text)) {
       out.push_back(*p);
     } else {
-      problem(problems, where + ": cannot parse CIDR \"" + text + "\"");
+      problems.add(ProblemKind::kUnparsable, where + ": cannot parse CIDR \"" + text + "\"");
     }
   }
   return out;
 }
 
-void addSources(const EgressPolicySlice& slice, PolicyView& v, std::vector<std::string>* problems) {
+void addSources(const EgressPolicySlice& slice, PolicyView& v, const Problems& problems) {
   const std::string where = "EgressPolicySlice " + slice.metadata.name + " source ";
   for (const auto& s : slice.spec.sources) {
     for (const auto& ip : addresses(s.ips, where + s.pod, problems)) {
@@ -110,13 +121,15 @@ std::vector<ipam::Prefix> clusterCIDRs(
 
 std::vector<PolicyView> policyViews(
     const std::vector<std::shared_ptr<const EgressPolicySlice>>& slices,
-    std::vector<std::string>* problems) {
+    std::vector<Problem>* problems) {
   // By uid, each group in name order: the head is then the first slice with a gateway, whatever
   // order the informer lists them in.
   std::map<std::string, std::vector<const EgressPolicySlice*>> byUID;
   for (const auto& s : slices) {
     if (s->spec.policy.uid.empty()) {
-      problem(problems, "EgressPolicySlice " + s->metadata.name + ": no policy uid, ignored");
+      Problems{problems, "", ""}.add(
+          ProblemKind::kInvalidSlice,
+          "EgressPolicySlice " + s->metadata.name + ": no policy uid, ignored");
       continue;
     }
     byUID[s->spec.policy.uid].push_back(s.get());
@@ -127,6 +140,7 @@ std::vector<PolicyView> policyViews(
               [](const EgressPolicySlice* a, const EgressPolicySlice* b) {
                 return a->metadata.name < b->metadata.name;
               });
+    const Problems policyProblems{problems, uid, policyKey(*group.front())};
     const EgressPolicySlice* head = nullptr;
     for (const auto* s : group) {
       if (!s->spec.gateway) {
@@ -135,28 +149,31 @@ std::vector<PolicyView> policyViews(
       if (head == nullptr) {
         head = s;
       } else {
-        problem(problems, "EgressPolicySlice " + s->metadata.name + ": a second gateway for uid " +
-                              uid + " (" + head->metadata.name + "'s is used), ignored");
+        policyProblems.add(ProblemKind::kInvalidSlice,
+                           "EgressPolicySlice " + s->metadata.name + ": a second gateway for uid " +
+                               uid + " (" + head->metadata.name + "'s is used), ignored");
       }
     }
     if (head == nullptr) {
-      problem(problems, "EgressPolicySlices of uid " + uid + " (" + group.front()->metadata.name +
-                            " ...): none has a gateway, ignored");
+      policyProblems.add(ProblemKind::kInvalidSlice, "EgressPolicySlices of uid " + uid + " (" +
+                                                         group.front()->metadata.name +
+                                                         " ...): none has a gateway, ignored");
       continue;
     }
     PolicyView v;
-    v.key = head->spec.policy.namespace_ + "/" + head->spec.policy.name;
+    v.key = policyKey(*head);
     v.uid = uid;
+    const Problems headProblems{problems, uid, v.key};
     const std::string where = "EgressPolicySlice " + head->metadata.name;
     const auto& gw = *head->spec.gateway;
     for (const auto& e : gw.egressIPs) {
       v.slots.push_back(
-          {addresses(e.ips, where + " egressIPs", problems), e.node, e.pod, e.podUID});
+          {addresses(e.ips, where + " egressIPs", headProblems), e.node, e.pod, e.podUID});
     }
-    v.destinations = prefixes(gw.destinationCIDRs, where + " destinationCIDRs", problems);
-    v.excluded = prefixes(gw.excludedCIDRs, where + " excludedCIDRs", problems);
+    v.destinations = prefixes(gw.destinationCIDRs, where + " destinationCIDRs", headProblems);
+    v.excluded = prefixes(gw.excludedCIDRs, where + " excludedCIDRs", headProblems);
     for (const auto* s : group) {
-      addSources(*s, v, problems);
+      addSources(*s, v, headProblems);
     }
     out.push_back(std::move(v));
   }

@@ -23,6 +23,7 @@
 
 #include "pkg/apis/core/node.h"
 #include "pkg/apis/networking/v1alpha1/types.h"
+#include "pkg/dataplane/problem.h"
 #include "pkg/ipam/address.h"
 
 namespace egress::dataplane {
@@ -104,10 +105,11 @@ std::vector<ipam::Prefix> clusterCIDRs(
 // group's head is its slice with spec.gateway (of several, the lowest metadata.name; the others
 // are named in `problems`). A group without a head is ignored and named in `problems`: without
 // its ledger nothing safe can be programmed for its sources. Addresses and CIDRs that do not
-// parse are skipped and named in `problems`.
+// parse are skipped and named in `problems`. Each problem names the policy (uid and key) of its
+// group.
 std::vector<PolicyView> policyViews(
     const std::vector<std::shared_ptr<const networking::v1alpha1::EgressPolicySlice>>& slices,
-    std::vector<std::string>* problems);
+    std::vector<Problem>* problems);
 
 // The node of an agent's Lease name ("egw-agent-<node>"), or nullopt for any other Lease.
 std::optional<std::string> agentLeaseNode(std::string_view leaseName);

@@ -8,6 +8,7 @@
 
 #include <openssl/sha.h>
 
+#include "pkg/base/fnv1a.h"
 #include "pkg/dataplane/rendezvous.h"
 
 namespace egress::dataplane {
@@ -88,8 +89,9 @@ class Computer {
       }
     }
     liveNodes();
-    assignMarks();
+    validEgressIPs();
     findHolders();
+    assignNodeMarks();
     tunnel(*self);
     policies();
     routing();
@@ -113,29 +115,24 @@ class Computer {
     }
   }
 
-  void assignMarks() {
+  void validEgressIPs() {
     const uint32_t shift = static_cast<uint32_t>(std::countr_zero(config_.markMask));
-    const uint32_t maxIndex = config_.markMask >> shift;
-    replyMark_ = markValue(config_.markMask, maxIndex);
-    refuseMark_ = markValue(config_.markMask, maxIndex - 1);
+    maxIndex_ = config_.markMask >> shift;
+    replyMark_ = markValue(config_.markMask, maxIndex_);
+    refuseMark_ = markValue(config_.markMask, maxIndex_ - 1);
+    localMark_ = markValue(config_.markMask, maxIndex_ - 2);
     // Who lists each egress IP: the policies (by uid: keys can repeat across a re-creation) and
     // how many slots.
-    struct Claim {
-      std::map<std::string, std::string> keyByUID;
-      int slots = 0;
-    };
-    std::map<Address, Claim> claims;
     for (const auto& p : view_.policies) {
       for (const auto& slot : p.slots) {
         for (const auto& e : std::set<Address>(slot.ips.begin(), slot.ips.end())) {
-          auto& c = claims[e];
+          auto& c = claims_[e];
           c.keyByUID.emplace(p.uid, p.key);
           ++c.slots;
         }
       }
     }
-    uint32_t next = 1;
-    for (const auto& [e, c] : claims) {
+    for (const auto& [e, c] : claims_) {
       // What the operator must never hand out, checked again here: the agent does not take
       // the view's word that an address is fit to be announced on this segment.
       if (auto why = refusal(e)) {
@@ -143,8 +140,8 @@ class Computer {
         for (const auto& [uid, key] : c.keyByUID) {
           who += (who.empty() ? "" : ", ") + key;
         }
-        out_.problems.push_back("egress IP " + e.toString() + " of " + who + " refused: it is " +
-                                *why);
+        problem(ProblemKind::kRefusedAddress, c.keyByUID,
+                "egress IP " + e.toString() + " of " + who + " refused: it is " + *why);
         continue;
       }
       // Nobody may hold an address two policies claim, nor one two slots name (two holders):
@@ -155,23 +152,74 @@ class Computer {
         for (const auto& [uid, key] : c.keyByUID) {
           who += (who.empty() ? "" : ", ") + key + " (uid " + uid + ")";
         }
-        out_.problems.push_back("egress IP " + e.toString() + " is in " + who +
-                                ": held by none of them");
+        problem(ProblemKind::kContestedAddress, c.keyByUID,
+                "egress IP " + e.toString() + " is in " + who + ": held by none of them");
         continue;
       }
       const auto& key = c.keyByUID.begin()->second;
       if (c.slots > 1) {
-        out_.problems.push_back("egress IP " + e.toString() + " is in " + std::to_string(c.slots) +
-                                " slots of " + key + ": held by none");
+        problem(ProblemKind::kDuplicateSlot, c.keyByUID,
+                "egress IP " + e.toString() + " is in " + std::to_string(c.slots) + " slots of " +
+                    key + ": held by none");
         continue;
       }
-      if (next + 1 >= maxIndex) {
-        out_.problems.push_back("egress IP " + e.toString() + " of " + key +
-                                ": no mark left in the mask");
-        continue;
-      }
-      marks_[e] = markValue(config_.markMask, next++);
       owners_[e] = key;
+    }
+  }
+
+  // Each node that holds an egress IP for this one's sources gets a mark value of its own: the
+  // mark selects the routing table whose route leads through the tunnel to that node. Marks are
+  // per node, not per egress IP, so the mask's size bounds the holder nodes, not the addresses.
+  // A node's index starts at a hash of its name and probes upwards (nodes in name order), so a
+  // new holder node rarely renumbers another (each renumbering rewrites that node's egress-IP
+  // chains and its routing rule). Marks never leave the node (the unmark chain clears them
+  // before the tunnel), so no two agents need to agree on them.
+  void assignNodeMarks() {
+    std::map<std::string, std::vector<Address>> byNode;
+    for (const auto& [e, node] : holder_) {
+      byNode[node].push_back(e);
+    }
+    // Indices 1 .. maxIndex-3: the three highest are the local, refuse and reply marks.
+    const uint32_t capacity = maxIndex_ >= 3 ? maxIndex_ - 3 : 0;
+    std::set<uint32_t> taken;
+    for (const auto& [node, addresses] : byNode) {
+      if (node == view_.self) {
+        for (const auto& e : addresses) {
+          marks_[e] = localMark_;
+        }
+        continue;
+      }
+      std::optional<uint32_t> index;
+      if (taken.size() < capacity) {
+        uint32_t i = static_cast<uint32_t>(fnv1a(node) % capacity);
+        while (taken.contains(i + 1)) {
+          i = (i + 1) % capacity;
+        }
+        index = i + 1;
+        taken.insert(*index);
+      }
+      if (!index) {
+        for (const auto& e : addresses) {
+          problem(ProblemKind::kNoMark, claims_.at(e).keyByUID,
+                  "egress IP " + e.toString() + " of " + owners_.at(e) + ": its node " + node +
+                      " gets no mark: more nodes hold egress IPs than the mark mask has values "
+                      "(--mark-mask)");
+          holder_.erase(e);
+        }
+        continue;
+      }
+      nodeMarks_[node] = markValue(config_.markMask, *index);
+      for (const auto& e : addresses) {
+        marks_[e] = nodeMarks_[node];
+      }
+    }
+  }
+
+  // One problem for each policy (uid -> key) it concerns.
+  void problem(ProblemKind kind, const std::map<std::string, std::string>& keyByUID,
+               const std::string& message) {
+    for (const auto& [uid, key] : keyByUID) {
+      out_.problems.push_back({kind, uid, key, message});
     }
   }
 
@@ -214,7 +262,7 @@ class Computer {
           continue;
         }
         for (const auto& e : slot.ips) {
-          if (marks_.contains(e)) {
+          if (owners_.contains(e)) {
             holder_[e] = slot.node;
           }
         }
@@ -298,9 +346,11 @@ class Computer {
     t.markMask = config_.markMask;
     t.replyMark = replyMark_;
     t.refuseMark = refuseMark_;
+    t.localMark = localMark_;
     t.symmetricReply = config_.symmetricReply;
-    for (const auto& [e, mark] : marks_) {
-      t.egressIPs.push_back({e, mark, heldHere(e), owners_.at(e)});
+    for (const auto& [e, key] : owners_) {
+      auto mark = marks_.find(e);
+      t.egressIPs.push_back({e, mark == marks_.end() ? 0 : mark->second, heldHere(e), key});
     }
     std::vector<Prefix> inCluster = view_.clusterCIDRs;
     for (const auto& n : view_.nodes) {
@@ -379,17 +429,21 @@ class Computer {
         if (!seen.insert(s.ip).second) {
           continue;
         }
-        auto pick = pickEgressIP(s.ip, candidates);
         // No live egress IP of the pod's family: refused, never sent with the node's address.
-        uint32_t mark = pick ? marks_.at(*pick) : refuseMark_;
-        np.picks[idx(s.ip.family)].push_back({s.ip, mark});
+        auto pick = pickEgressIP(s.ip, candidates);
+        np.picks[idx(s.ip.family)].push_back({s.ip, pick});
         if (pick && heldHere(*pick)) {
+          np.snat[idx(s.ip.family)].push_back({s.ip, *pick});
           replySources_.push_back(s);
         }
       }
       for (auto& v : np.picks) {
         std::sort(v.begin(), v.end(),
                   [](const NftPick& a, const NftPick& b) { return a.source < b.source; });
+      }
+      for (auto& v : np.snat) {
+        std::sort(v.begin(), v.end(),
+                  [](const NftSnat& a, const NftSnat& b) { return a.source < b.source; });
       }
       for (auto* v : {&np.destinations, &np.excluded}) {
         for (auto& list : *v) {
@@ -429,23 +483,30 @@ class Computer {
         host.metric = metricOf(e.family);
         k.routes.push_back(host);
         k.neighbours.push_back({config_.uplink, e, true, Mac{}});
-        continue;
       }
-      rule(e.family, mark, table(mark));
-      unreachable(table(mark), e.family);
-      auto h = holder_.find(e);
-      if (h == holder_.end()) {
-        continue;
+    }
+    // One table per holder node, for the families it holds egress IPs of: the tunnel to it, and
+    // the unreachable route under it (no next hop: refused, never the main table).
+    std::map<std::string, std::set<Family>> families;
+    for (const auto& [e, node] : holder_) {
+      if (node != view_.self) {
+        families[node].insert(e.family);
       }
-      if (auto nh = nextHop(h->second, e.family)) {
-        Route via;
-        via.table = table(mark);
-        via.dst = defaultPrefix(e.family);
-        via.gateway = *nh;
-        via.dev = config_.tunnelDevice;
-        via.onlink = true;
-        via.metric = metricOf(e.family);
-        k.routes.push_back(via);
+    }
+    for (const auto& [node, mark] : nodeMarks_) {
+      for (Family f : families[node]) {
+        rule(f, mark, table(mark));
+        unreachable(table(mark), f);
+        if (auto nh = nextHop(node, f)) {
+          Route via;
+          via.table = table(mark);
+          via.dst = defaultPrefix(f);
+          via.gateway = *nh;
+          via.dev = config_.tunnelDevice;
+          via.onlink = true;
+          via.metric = metricOf(f);
+          k.routes.push_back(via);
+        }
       }
     }
     if (!config_.symmetricReply || out_.held.empty()) {
@@ -474,12 +535,22 @@ class Computer {
   Family underlayFamily_ = Family::kIPv4;
   std::map<std::string, Peer> peers_;
   std::set<std::string> live_;
+  struct Claim {
+    std::map<std::string, std::string> keyByUID;
+    int slots = 0;
+  };
+  std::map<Address, Claim> claims_;
+  // The egress IPs that may be held (no refusal, no conflict), and the key of each one's policy.
+  std::map<Address, std::string> owners_;
+  // The egress IPs with a live holder that has a mark: the mark their chain sets.
   std::map<Address, uint32_t> marks_;
-  std::map<Address, std::string> owners_;  // the key of the policy each marked address is of
+  std::map<std::string, uint32_t> nodeMarks_;
   std::map<Address, std::string> holder_;
   std::vector<SourceView> replySources_;
+  uint32_t maxIndex_ = 0;
   uint32_t replyMark_ = 0;
   uint32_t refuseMark_ = 0;
+  uint32_t localMark_ = 0;
 };
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "pkg/base/result.h"
 #include "pkg/dataplane/cluster_view.h"
 #include "pkg/dataplane/kernel_state.h"
+#include "pkg/dataplane/problem.h"
 
 namespace egress::dataplane {
 
@@ -61,8 +62,8 @@ struct DesiredState {
   // report them on the agent's Lease once programmed).
   std::vector<ipam::Address> held;
   // Inputs that were ignored (an egress IP in two policies or two slots, more egress IPs than
-  // marks).
-  std::vector<std::string> problems;
+  // marks), one per policy they concern.
+  std::vector<Problem> problems;
 };
 
 // An error when this node is unknown or has no InternalIP: there is nothing safe to program.

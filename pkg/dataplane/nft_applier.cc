@@ -31,8 +31,8 @@ Result<std::string, std::string> NftApplier::list(const std::string& tableName) 
   return run("list table inet " + tableName);
 }
 
-std::optional<std::string> NftApplier::appliedDigest(const std::string& tableName) {
-  auto listing = list(tableName);
+std::optional<NftApplier::Tag> NftApplier::tag(const std::string& tableName) {
+  auto listing = run("list chain inet " + tableName + " classify");
   if (!listing) {
     return std::nullopt;
   }
@@ -47,16 +47,21 @@ std::optional<std::string> NftApplier::appliedDigest(const std::string& tableNam
       continue;
     }
     const auto& rule = item["rule"];
-    if (!rule.HasMember("comment") || !rule["comment"].IsString() || !rule.HasMember("chain") ||
-        std::string_view(rule["chain"].GetString()) != "classify") {
+    if (!rule.HasMember("comment") || !rule["comment"].IsString() || !rule.HasMember("handle") ||
+        !rule["handle"].IsUint64()) {
       continue;
     }
     std::string_view comment = rule["comment"].GetString();
     if (comment.starts_with(prefix)) {
-      return std::string(comment.substr(prefix.size()));
+      return Tag{std::string(comment.substr(prefix.size())), rule["handle"].GetUint64()};
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> NftApplier::appliedDigest(const std::string& tableName) {
+  auto t = tag(tableName);
+  return t ? std::optional<std::string>(t->digest) : std::nullopt;
 }
 
 Result<Ok, std::string> NftApplier::applyFence(const FenceState& state) {
@@ -101,19 +106,40 @@ Result<std::map<std::string, NftCount>, std::string> NftApplier::counters(
   return out;
 }
 
-Result<bool, std::string> NftApplier::apply(const NftTable& table) {
-  auto rendered = renderNftJson(table);
-  if (appliedDigest(table.name) == rendered.digest) {
-    return false;
+Result<NftApplier::Change, std::string> NftApplier::apply(const NftTable& table) {
+  const auto kernel = tag(table.name);
+  // At rest (every sync, once a second) nothing is rendered: the table is what was applied, and
+  // the kernel still has its digest.
+  if (kernel && applied_ && applied_->digest == kernel->digest && applied_->table == table) {
+    return Change{};
   }
+  auto rendered = renderNftJson(table);
+  if (kernel && kernel->digest == rendered.digest) {
+    if (!applied_ || applied_->digest != rendered.digest) {
+      applied_ = Applied{table, rendered.digest, nftShapeDigest(table)};
+    }
+    return Change{};
+  }
+  std::string shape = nftShapeDigest(table);
+  if (kernel && applied_ && applied_->digest == kernel->digest && applied_->shape == shape) {
+    auto delta = renderNftDelta(applied_->table, table, kernel->handle, rendered.digest);
+    if (run(delta.json)) {
+      applied_ = Applied{table, rendered.digest, std::move(shape)};
+      return Change{Change::Kind::kElements, delta.elements};
+    }
+    // The kernel refused it (someone changed the table under us): replace it whole below.
+  }
+  applied_.reset();
   auto r = run(rendered.json);
   if (!r) {
     return unexpected(r.error());
   }
-  return true;
+  applied_ = Applied{table, rendered.digest, std::move(shape)};
+  return Change{Change::Kind::kReplaced, 0};
 }
 
 Result<Ok, std::string> NftApplier::remove(const std::string& tableName) {
+  applied_.reset();
   auto r = run(removeNftJson(tableName));
   if (!r) {
     return unexpected(r.error());

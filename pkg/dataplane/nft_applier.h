@@ -2,8 +2,13 @@
 //
 // Puts egw-agent's nftables table into the kernel through libnftables' JSON API, in place: the
 // table's tag rule carries the digest of what was applied (nft_ruleset.h), so an applier, even a
-// fresh one after an agent restart, replaces the table only when the desired digest differs from
-// the kernel's; and the fence tables (fence.h), whose held elements time out unless refreshed.
+// fresh one after an agent restart, leaves the table alone when the desired digest is the
+// kernel's. A change in proportion to what changed: when the kernel still has what this applier
+// last applied and the new table has the same shape (nftShapeDigest: only map and set elements
+// differ, as when a pod comes or goes), one transaction deletes and adds those elements and
+// rewrites the tag. Anything else (a first apply, a changed shape, a kernel that is not what was
+// applied, a delta the kernel refuses) replaces the table whole: the recovery path. And the
+// fence tables (fence.h), whose held elements time out unless refreshed.
 // One libnftables context, used serially (it is not thread-safe).
 #pragma once
 
@@ -27,8 +32,16 @@ class NftApplier {
   NftApplier(const NftApplier&) = delete;
   NftApplier& operator=(const NftApplier&) = delete;
 
-  // True if the table was replaced, false if the kernel already had this digest.
-  Result<bool, std::string> apply(const NftTable& table);
+  struct Change {
+    enum class Kind {
+      kNone,      // the kernel had this digest
+      kElements,  // elements deleted and added in one transaction; counters kept
+      kReplaced,  // the table made anew; its counters start at 0
+    };
+    Kind kind = Kind::kNone;
+    size_t elements = 0;  // with kElements: how many were deleted or added
+  };
+  Result<Change, std::string> apply(const NftTable& table);
   // Removes the table; succeeds when there is none.
   Result<Ok, std::string> remove(const std::string& tableName);
   // The digest in the kernel's table's tag rule; nullopt when the table or the tag is absent.
@@ -45,8 +58,22 @@ class NftApplier {
 
  private:
   Result<std::string, std::string> run(const std::string& commands);
+  // The digest in the table's tag rule, and the rule's handle, from a listing of chain classify
+  // alone (the table's sets may hold a hundred thousand elements).
+  struct Tag {
+    std::string digest;
+    uint64_t handle = 0;
+  };
+  std::optional<Tag> tag(const std::string& tableName);
 
   nft_ctx* ctx_;
+  // What this applier last put in the kernel, and its digest and shape digest.
+  struct Applied {
+    NftTable table;
+    std::string digest;
+    std::string shape;
+  };
+  std::optional<Applied> applied_;
 };
 
 }  // namespace egress::dataplane

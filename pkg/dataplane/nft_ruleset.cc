@@ -1,10 +1,14 @@
 #include "pkg/dataplane/nft_ruleset.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+
+#include "pkg/base/fnv1a.h"
 
 namespace egress::dataplane {
 namespace {
@@ -23,25 +27,23 @@ const char* suffix(ipam::Family f) {
   return f == ipam::Family::kIPv4 ? "4" : "6";
 }
 
-std::string markChain(uint32_t mark) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "mark_%x", mark);
+std::string macString(const std::array<uint8_t, 6>& mac) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+                mac[4], mac[5]);
   return buf;
+}
+
+constexpr const char* kRefuseChain = "refuse";
+
+std::string pickChain(const NftPick& pick) {
+  return pick.egressIP ? egressIPChain(*pick.egressIP) : kRefuseChain;
 }
 
 std::string hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 // Small builders for the expressions the table uses; each writes one JSON value.
@@ -265,10 +267,7 @@ class Builder {
           w_.StartObject();
           w_.Key("concat");
           w_.StartArray();
-          char mac[18];
-          std::snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", src.mac[0], src.mac[1],
-                        src.mac[2], src.mac[3], src.mac[4], src.mac[5]);
-          w_.String(mac);
+          e_.str(macString(src.mac));
           e_.str(src.ip.toString());
           w_.EndArray();
           w_.EndObject();
@@ -311,9 +310,29 @@ class Builder {
         w_.Key("goto");
         w_.StartObject();
         w_.Key("target");
-        e_.str(markChain(p.mark));
+        e_.str(pickChain(p));
         w_.EndObject();
         w_.EndObject();
+        w_.EndArray();
+      }
+      w_.EndArray();
+      w_.EndObject();
+      w_.EndObject();
+    });
+  }
+
+  // Source address -> the egress IP it is SNATed to.
+  void snatMap(const std::string& name, ipam::Family f, const std::vector<NftSnat>& snat) {
+    command("add", [&] {
+      setHeader("map", name, f);
+      w_.Key("map");
+      w_.String(addrType(f));
+      w_.Key("elem");
+      w_.StartArray();
+      for (const auto& m : snat) {
+        w_.StartArray();
+        e_.str(m.source.toString());
+        e_.str(m.egressIP.toString());
         w_.EndArray();
       }
       w_.EndArray();
@@ -374,19 +393,29 @@ class Builder {
       e_.match(
           "==", [&] { e_.masked([&] { e_.ct("mark"); }, mask); }, [&] { w_.Uint(v); });
     };
+    // A policy's destinations, less its exclusions.
+    auto policyDestination = [&](const std::string& base, ipam::Family f) {
+      e_.match(
+          "==", [&] { e_.payload(proto(f), "daddr"); },
+          [&] { e_.str("@" + base + "dst" + suffix(f)); });
+      e_.match(
+          "!=", [&] { e_.payload(proto(f), "daddr"); },
+          [&] { e_.str("@" + base + "exc" + suffix(f)); });
+    };
     auto markIs = [&](uint32_t v) {
       e_.match(
           "==", [&] { e_.masked([&] { e_.meta("mark"); }, mask); }, [&] { w_.Uint(v); });
     };
 
-    // Mark chains first: the pick maps' verdicts name them.
-    std::vector<uint32_t> marks{t_.refuseMark};
+    // The chains the pick maps' verdicts name first: one per egress IP with a live holder, which
+    // sets the mark that routes to it, and the refusal.
+    chain(kRefuseChain, nullptr, nullptr, 0);
+    rule(kRefuseChain, "", [&] { e_.setMark(false, mask, t_.refuseMark); });
     for (const auto& eip : t_.egressIPs) {
-      marks.push_back(eip.mark);
-    }
-    for (uint32_t m : marks) {
-      chain(markChain(m), nullptr, nullptr, 0);
-      rule(markChain(m), "", [&] { e_.setMark(false, mask, m); });
+      if (eip.mark != 0) {
+        chain(egressIPChain(eip.ip), nullptr, nullptr, 0);
+        rule(egressIPChain(eip.ip), "", [&] { e_.setMark(false, mask, eip.mark); });
+      }
     }
     for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
       const auto i = static_cast<size_t>(f);
@@ -410,6 +439,9 @@ class Builder {
       prefixSet(base + "dst" + suffix(f), f, p.destinations[i]);
       prefixSet(base + "exc" + suffix(f), f, p.excluded[i]);
       pickMap(base + "pick" + suffix(f), f, p.picks[i]);
+      if (!p.snat[i].empty()) {
+        snatMap(base + "snat" + suffix(f), f, p.snat[i]);
+      }
     });
 
     chain("classify", "filter", "prerouting", -90);
@@ -466,12 +498,7 @@ class Builder {
     }
     forEachClassified([&](const NftPolicy& p, const std::string& base, ipam::Family f, size_t) {
       rule("classify", p.key, [&] {
-        e_.match(
-            "==", [&] { e_.payload(proto(f), "daddr"); },
-            [&] { e_.str("@" + base + "dst" + suffix(f)); });
-        e_.match(
-            "!=", [&] { e_.payload(proto(f), "daddr"); },
-            [&] { e_.str("@" + base + "exc" + suffix(f)); });
+        policyDestination(base, f);
         w_.StartObject();
         w_.Key("vmap");
         w_.StartObject();
@@ -502,27 +529,37 @@ class Builder {
         w_.EndObject();
       });
     }
-    for (const auto& eip : t_.egressIPs) {
-      if (!eip.held) {
-        continue;
+    // Per policy, as classify ordered them: a packet with the local mark was classified by the
+    // first policy whose destinations it matches and whose pick map has its source; the same
+    // policy's rule here is the first to match it, and its map holds the source iff the pick
+    // is held here.
+    forEachClassified([&](const NftPolicy& p, const std::string& base, ipam::Family f, size_t i) {
+      if (p.snat[i].empty()) {
+        return;
       }
-      rule("srcnat", "", [&] {
-        e_.match(
-            "==", [&] { e_.meta("nfproto"); },
-            [&] { w_.String(eip.ip.family == ipam::Family::kIPv4 ? "ipv4" : "ipv6"); });
-        markIs(eip.mark);
+      rule("srcnat", p.key, [&] {
+        markIs(t_.localMark);
         e_.matchName("!=", "oifname", tun);
+        policyDestination(base, f);
         w_.StartObject();
         w_.Key("snat");
         w_.StartObject();
         w_.Key("family");
-        w_.String(proto(eip.ip.family));
+        w_.String(proto(f));
         w_.Key("addr");
-        e_.str(eip.ip.toString());
+        w_.StartObject();
+        w_.Key("map");
+        w_.StartObject();
+        w_.Key("key");
+        e_.payload(proto(f), "saddr");
+        w_.Key("data");
+        e_.str("@" + base + "snat" + suffix(f));
+        w_.EndObject();
+        w_.EndObject();
         w_.EndObject();
         w_.EndObject();
       });
-    }
+    });
 
     // After every NAT chain of the hook (the CNI's MASQUERADE at 100 included), so the source
     // is the translated one: what came in through the tunnel leaves other than by it only with
@@ -560,6 +597,18 @@ class Builder {
         e_.verdict("drop");
       });
     }
+    // A packet marked for another node's egress IP leaves only through the tunnel. The rule that
+    // routes its mark and this table do not change in one transaction (a node that starts or
+    // stops holding gets its rule after, or loses it before, the chains that set its mark):
+    // in that moment the main table would send it out with the node's address. Dropped instead.
+    rule("guard", "", [&] {
+      auto markField = [&] { e_.masked([&] { e_.meta("mark"); }, mask); };
+      e_.match("!=", markField, [&] { w_.Uint(0); });
+      e_.match("!=", markField, [&] { w_.Uint(t_.localMark); });
+      e_.match("!=", markField, [&] { w_.Uint(t_.replyMark); });
+      e_.matchName("!=", "oifname", tun);
+      e_.verdict("drop");
+    });
 
     // What leaves with each egress IP held here: after NAT (so every packet of a connection
     // carries the egress IP, not only the first, which alone passes the NAT chains), after the
@@ -679,7 +728,204 @@ std::string document(const NftTable& t, bool replace, const std::string& tag, bo
   return {buf.GetString(), buf.GetSize()};
 }
 
+// A map or set's elements, by key, each with its value (none for a set), as JSON.
+struct Elements {
+  std::map<std::string, std::string> valueByKey;  // key JSON -> value JSON ("" for a set)
+};
+
+std::string jsonOf(const std::function<void(Writer&)>& write) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  write(w);
+  return {buf.GetString(), buf.GetSize()};
+}
+
+std::string quoted(const std::string& s) {
+  return jsonOf(
+      [&](Writer& w) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); });
+}
+
+std::string gotoJson(const std::string& chain) {
+  return jsonOf([&](Writer& w) {
+    w.StartObject();
+    w.Key("goto");
+    w.StartObject();
+    w.Key("target");
+    w.String(chain.c_str(), static_cast<rapidjson::SizeType>(chain.size()));
+    w.EndObject();
+    w.EndObject();
+  });
+}
+
+std::string concatJson(const NftTunnelSource& src) {
+  return jsonOf([&](Writer& w) {
+    w.StartObject();
+    w.Key("concat");
+    w.StartArray();
+    const std::string mac = macString(src.mac);
+    w.String(mac.c_str());
+    const std::string ip = src.ip.toString();
+    w.String(ip.c_str());
+    w.EndArray();
+    w.EndObject();
+  });
+}
+
+// The element commands that turn `from` into `to` in the set or map `name`.
+class DeltaWriter {
+ public:
+  explicit DeltaWriter(const std::string& table) : table_(table) {}
+
+  void diff(const std::string& name, const Elements& from, const Elements& to) {
+    std::vector<std::string> deleted;
+    std::vector<std::pair<std::string, std::string>> added;
+    for (const auto& [key, value] : from.valueByKey) {
+      auto it = to.valueByKey.find(key);
+      if (it == to.valueByKey.end() || it->second != value) {
+        deleted.push_back(key);
+      }
+    }
+    for (const auto& [key, value] : to.valueByKey) {
+      auto it = from.valueByKey.find(key);
+      if (it == from.valueByKey.end() || it->second != value) {
+        added.emplace_back(key, value);
+      }
+    }
+    if (!deleted.empty()) {
+      std::string elems;
+      for (const auto& k : deleted) {
+        elems += (elems.empty() ? "" : ",") + k;
+      }
+      deletes_.push_back(command("delete", name, elems));
+    }
+    if (!added.empty()) {
+      std::string elems;
+      for (const auto& [k, v] : added) {
+        elems += (elems.empty() ? "" : ",") + (v.empty() ? k : "[" + k + "," + v + "]");
+      }
+      adds_.push_back(command("add", name, elems));
+    }
+    count_ += deleted.size() + added.size();
+  }
+
+  NftDelta finish(uint64_t tagHandle, const std::string& digest) {
+    std::string body;
+    for (const auto* list : {&deletes_, &adds_}) {
+      for (const auto& c : *list) {
+        body += (body.empty() ? "" : ",") + c;
+      }
+    }
+    // The tag rule, as body() writes it, with the new digest: a restarted agent finds the
+    // digest of what the kernel now has.
+    const std::string tag =
+        R"({"replace":{"rule":{"family":"inet","table":)" + quoted(table_) +
+        R"(,"chain":"classify","handle":)" + std::to_string(tagHandle) + R"(,"comment":)" +
+        quoted(nftTag(digest)) +
+        R"(,"expr":[{"match":{"op":"==","left":{"ct":{"key":"direction"}},"right":"reply"}},)"
+        R"({"return":null}]}}})";
+    body += (body.empty() ? "" : ",") + tag;
+    return {R"({"nftables":[)" + body + "]}", count_};
+  }
+
+ private:
+  std::string command(const char* verb, const std::string& name, const std::string& elems) const {
+    return std::string(R"({")") + verb + R"(":{"element":{"family":"inet","table":)" +
+           quoted(table_) + R"(,"name":)" + quoted(name) + R"(,"elem":[)" + elems + "]}}}";
+  }
+
+  std::string table_;
+  std::vector<std::string> deletes_;
+  std::vector<std::string> adds_;
+  size_t count_ = 0;
+};
+
+Elements pickElements(const std::vector<NftPick>& picks) {
+  Elements e;
+  for (const auto& p : picks) {
+    e.valueByKey[quoted(p.source.toString())] = gotoJson(pickChain(p));
+  }
+  return e;
+}
+
+Elements snatElements(const std::vector<NftSnat>& snat) {
+  Elements e;
+  for (const auto& m : snat) {
+    e.valueByKey[quoted(m.source.toString())] = quoted(m.egressIP.toString());
+  }
+  return e;
+}
+
+Elements tunnelSourceElements(const std::vector<NftTunnelSource>& sources) {
+  Elements e;
+  for (const auto& src : sources) {
+    e.valueByKey[concatJson(src)] = "";
+  }
+  return e;
+}
+
+Elements addressElements(const std::vector<ipam::Address>& addresses) {
+  Elements e;
+  for (const auto& a : addresses) {
+    e.valueByKey[quoted(a.toString())] = "";
+  }
+  return e;
+}
+
 }  // namespace
+
+std::string nftShapeDigest(const NftTable& table) {
+  NftTable shape = table;
+  // A map's presence (and its rules) follows whether it has elements: one placeholder keeps
+  // that, whatever the elements are.
+  for (auto& p : shape.policies) {
+    for (auto& picks : p.picks) {
+      if (!picks.empty()) {
+        picks = {NftPick{}};
+      }
+    }
+    for (auto& snat : p.snat) {
+      if (!snat.empty()) {
+        snat = {NftSnat{}};
+      }
+    }
+  }
+  for (auto& list : shape.tunnelSources) {
+    list.clear();
+  }
+  for (auto& list : shape.nodes) {
+    list.clear();
+  }
+  return hex64(fnv1a(document(shape, true, "", true)));
+}
+
+NftDelta renderNftDelta(const NftTable& from, const NftTable& to, uint64_t tagHandle,
+                        const std::string& digest) {
+  DeltaWriter d(to.name);
+  for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+    const auto i = static_cast<size_t>(f);
+    d.diff(std::string("tunsrc") + suffix(f), tunnelSourceElements(from.tunnelSources[i]),
+           tunnelSourceElements(to.tunnelSources[i]));
+    d.diff(std::string("nodes") + suffix(f), addressElements(from.nodes[i]),
+           addressElements(to.nodes[i]));
+  }
+  // Equal shapes: the same policies, in the same order, classified in the same families.
+  for (size_t n = 0; n < to.policies.size() && n < from.policies.size(); ++n) {
+    const auto& a = from.policies[n];
+    const auto& b = to.policies[n];
+    const std::string base = "p" + std::to_string(n) + "_";
+    for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
+      const auto i = static_cast<size_t>(f);
+      if (b.destinations[i].empty() || b.picks[i].empty()) {
+        continue;
+      }
+      d.diff(base + "pick" + suffix(f), pickElements(a.picks[i]), pickElements(b.picks[i]));
+      if (!b.snat[i].empty()) {
+        d.diff(base + "snat" + suffix(f), snatElements(a.snat[i]), snatElements(b.snat[i]));
+      }
+    }
+  }
+  return d.finish(tagHandle, digest);
+}
 
 std::string nftTag(const std::string& digest) {
   return "egw:" + digest;
@@ -696,6 +942,13 @@ std::string removeNftJson(const std::string& tableName) {
   NftTable t;
   t.name = tableName;
   return document(t, true, "", false);
+}
+
+std::string egressIPChain(const ipam::Address& ip) {
+  std::string name = "eip_" + ip.toString();
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return c == '.' || c == ':'; }, '_');
+  return name;
 }
 
 std::string egressCounter(const ipam::Address& ip) {
@@ -724,9 +977,7 @@ std::string NftTable::toString() const {
   }
   for (const auto& list : tunnelSources) {
     for (const auto& src : list) {
-      std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", src.mac[0], src.mac[1],
-                    src.mac[2], src.mac[3], src.mac[4], src.mac[5]);
-      out += std::string("nft tunsrc ") + buf + " " + src.ip.toString() + "\n";
+      out += "nft tunsrc " + macString(src.mac) + " " + src.ip.toString() + "\n";
     }
   }
   for (const auto& p : policies) {
@@ -739,8 +990,11 @@ std::string NftTable::toString() const {
         out += "nft " + p.key + " exc " + d.toString() + "\n";
       }
       for (const auto& pick : p.picks[i]) {
-        std::snprintf(buf, sizeof buf, " mark 0x%x\n", pick.mark);
-        out += "nft " + p.key + " pick " + pick.source.toString() + buf;
+        out += "nft " + p.key + " pick " + pick.source.toString() + " " +
+               (pick.egressIP ? pick.egressIP->toString() : "refuse") + "\n";
+      }
+      for (const auto& m : p.snat[i]) {
+        out += "nft " + p.key + " snat " + m.source.toString() + " " + m.egressIP.toString() + "\n";
       }
     }
   }

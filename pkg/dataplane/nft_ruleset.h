@@ -10,12 +10,20 @@
 //             reply ct mark; traffic to the cluster's own addresses (@incluster4/6) stops; then
 //             per policy and family
 //             `daddr @dst daddr != @exc saddr vmap @pick`, the pick map sending each source pod
-//             to the chain that sets the mark of its egress IP (or the refuse mark).
+//             to the chain of its egress IP (eip_<address>), which sets the mark of the node that
+//             holds it (routed to that node through the tunnel) or the local mark where it is
+//             held here; or to chain `refuse`. A move of an egress IP to another node rewrites its
+//             chain's one rule, not the pick maps.
 //   srcnat    nat postrouting, srcnat-10 (before a CNI's MASQUERADE at srcnat): identity SNAT
-//             into the tunnel, so the CNI cannot claim the connection; SNAT to each egress IP
-//             held here by its mark, ports preserved (no fully-random: a connection survives a
-//             move of its IP).
-//   guard     postrouting, srcnat+1: drops tunnel traffic leaving un-SNATed.
+//             into the tunnel, so the CNI cannot claim the connection; then, for packets with the
+//             local mark, per policy that has a source leaving through an egress IP held here,
+//             `daddr @dst daddr != @exc snat to saddr map @snat`: the map from each such source
+//             to its egress IP, ports preserved (no fully-random: a connection survives a move
+//             of its IP). The same policy order and sets as classify, so the first policy that
+//             classified a packet is the one that SNATs it.
+//   guard     postrouting, srcnat+1: drops tunnel traffic leaving un-SNATed, and a packet
+//             marked for another node that is not leaving through the tunnel (its routing rule
+//             not there yet, or any more).
 //   account   postrouting, srcnat+15 (after the fence's snat_gate): counts what leaves with
 //             each egress IP held here on connections SNATed to it (named counter
 //             egress_<address>, '.' and ':' as '_'), for the agent's per-policy metrics.
@@ -34,6 +42,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,9 +50,20 @@
 
 namespace egress::dataplane {
 
+// A source pod and the egress IP it leaves with; none: refused (no live holder of its family).
 struct NftPick {
   ipam::Address source;
-  uint32_t mark = 0;
+  std::optional<ipam::Address> egressIP;
+
+  friend bool operator==(const NftPick&, const NftPick&) = default;
+};
+
+// A source pod whose egress IP is held on this node: SNAT to it.
+struct NftSnat {
+  ipam::Address source;
+  ipam::Address egressIP;
+
+  friend bool operator==(const NftSnat&, const NftSnat&) = default;
 };
 
 struct NftPolicy {
@@ -52,6 +72,9 @@ struct NftPolicy {
   std::array<std::vector<ipam::Prefix>, 2> destinations;
   std::array<std::vector<ipam::Prefix>, 2> excluded;
   std::array<std::vector<NftPick>, 2> picks;
+  std::array<std::vector<NftSnat>, 2> snat;
+
+  friend bool operator==(const NftPolicy&, const NftPolicy&) = default;
 };
 
 // A source pod as the tunnel delivers it: the sending node's tunnel MAC (tunnelMac of its
@@ -59,13 +82,19 @@ struct NftPolicy {
 struct NftTunnelSource {
   std::array<uint8_t, 6> mac{};
   ipam::Address ip;
+
+  friend bool operator==(const NftTunnelSource&, const NftTunnelSource&) = default;
 };
 
 struct NftEgressIP {
   ipam::Address ip;
+  // The mark its chain sets: its holder node's, or the local mark when held here; 0 while no
+  // live node holds it (no chain: no pick names it).
   uint32_t mark = 0;
   bool held = false;   // held on this node: SNAT to it
   std::string policy;  // "namespace/policy": whose traffic its counter counts (not in the table)
+
+  friend bool operator==(const NftEgressIP&, const NftEgressIP&) = default;
 };
 
 struct NftTable {
@@ -74,6 +103,7 @@ struct NftTable {
   uint32_t markMask = 0xff;
   uint32_t replyMark = 0;
   uint32_t refuseMark = 0;
+  uint32_t localMark = 0;
   bool symmetricReply = true;
   std::vector<NftPolicy> policies;
   std::vector<NftEgressIP> egressIPs;
@@ -86,6 +116,7 @@ struct NftTable {
   std::array<std::vector<ipam::Address>, 2> nodes;
   std::array<std::vector<NftTunnelSource>, 2> tunnelSources;
 
+  friend bool operator==(const NftTable&, const NftTable&) = default;
   std::string toString() const;
 };
 
@@ -106,6 +137,24 @@ struct NftCount {
   uint64_t bytes = 0;
 };
 
+// Whatever of a table is not an element of its maps and plain sets (the pick and SNAT maps,
+// tunsrc4/6, nodes4/6): two tables with equal shape digests differ only in those elements.
+// The interval sets (destinations, exclusions, in-cluster) are part of the shape.
+std::string nftShapeDigest(const NftTable& table);
+
+// One transaction that turns table `from`, as the kernel has it, into `to` (of the same shape)
+// by deleting and adding elements, and rewrites the tag rule (handle `tagHandle` in chain
+// classify) with `to`'s digest. `elements` counts the elements deleted and added (a changed map
+// value is a deletion and an addition).
+struct NftDelta {
+  std::string json;
+  size_t elements = 0;
+};
+NftDelta renderNftDelta(const NftTable& from, const NftTable& to, uint64_t tagHandle,
+                        const std::string& digest);
+
+// The chain the pick maps send a source of egress IP `ip` to.
+std::string egressIPChain(const ipam::Address& ip);
 // The named counter of what leaves with egress IP `ip` held on this node.
 std::string egressCounter(const ipam::Address& ip);
 

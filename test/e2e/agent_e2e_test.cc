@@ -18,6 +18,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <rapidjson/document.h>
 
 #include "test/e2e/operator_helpers.h"
 #include "test/e2e/testenv/child_process.h"
@@ -75,6 +76,10 @@ class AgentE2E : public ::testing::Test {
   }
   double metric(const std::string& name) const {
     return metricSum(testenv::httpGet(metrics_, "/metrics"), name);
+  }
+  double problemCount(const std::string& kind) const {
+    return metricSum(testenv::httpGet(metrics_, "/metrics"), "egw_agent_problems",
+                     {{"kind", kind}});
   }
   std::string leaseField(const std::string& jsonpath) const {
     auto out = controlPlane().kubectl({"get", "lease", "-n", kLeaseNs, "egw-agent-" + node_, "-o",
@@ -184,7 +189,27 @@ spec:
       30s))
       << agent_->log();
   EXPECT_EQ(metric("egw_agent_held_egress_ips"), 0);
+  // Counted by kind, and reported on its Lease to the policy it concerns (by uid): the operator
+  // turns that into the policy's Programmed and Ready.
+  const std::string problems = ".metadata.annotations.egressgateway\\.dev/problems";
+  EXPECT_EQ(problemCount("refused-address"), 1) << agent_->log();
+  EXPECT_EQ(problemCount("contested-address"), 0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        rapidjson::Document d;
+        d.Parse(leaseField(problems).c_str());
+        return !d.HasParseError() && d.IsArray() && d.Size() == 1 &&
+               std::string(d[0]["uid"].GetString()) == "0f0e0d0c-e2e0-4000-8000-000000000001" &&
+               std::string(d[0]["policy"].GetString()) == "default/web" &&
+               std::string(d[0]["reason"].GetString()) == "RefusedAddress" &&
+               std::string(d[0]["message"].GetString()).find("in no IPAMPool") != std::string::npos;
+      },
+      30s))
+      << leaseField(problems);
   ASSERT_TRUE(applyYaml(tmp_.path() + "/pool.yaml", poolYaml(kPool, {"192.0.2.192/26"})));
+  EXPECT_TRUE(eventually([&] { return leaseField(problems).empty(); }, 30s))
+      << leaseField(problems);
+  EXPECT_EQ(problemCount("refused-address"), 0);
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_programmed_policies") == 1; }, 30s))
       << agent_->log();
   EXPECT_TRUE(eventually([&] { return metric("egw_agent_held_egress_ips") == 1; }, 30s))
@@ -303,6 +328,9 @@ TEST(AgentFlags, ABadCommandLineIsAClearErrorAndExitCode2) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--lease-namespace=x"}, "--node-name (or $NODE_NAME) is required"},
            {{"--node-name=n", "--lease-namespace=x", "--mark-mask=5"}, "--mark-mask"},
+           // Two bits are the reply and refuse marks and one more: no node could hold anything.
+           {{"--node-name=n", "--lease-namespace=x", "--mark-mask=0x3"},
+            "--mark-mask must be contiguous bits, at least 3 of them"},
            {{"--node-name=n", "--lease-namespace=x", "--mark-mask=0xfg"}, "not an integer"},
            // With the default mask (0xff) tables 100..355: main and local among them.
            {{"--node-name=n", "--lease-namespace=x", "--table-base=100"},

@@ -73,17 +73,22 @@ class OperatorAgentE2E : public ::testing::Test {
   }
 
   // A Lease as egw-agent on `node` renews it, last renewed at `renewed`, reporting `programmed`
-  // (comma-separated egress IPs) programmed. A stand-in for an agent that has seen every slice
-  // write there will be: its observed version is the largest there is, so no release and no
-  // new leader's first allocation waits for it (ippool_processor_test has the waiting).
+  // (comma-separated egress IPs) programmed and `problems` (JSON, no single quote). A stand-in for
+  // an agent that has seen every slice write there will be: its observed version is the largest
+  // there is, so no release and no new leader's first allocation waits for it
+  // (ippool_processor_test has the waiting).
   ::testing::AssertionResult writeAgentLease(const std::string& node,
                                              std::chrono::system_clock::time_point renewed,
                                              int durationSeconds,
-                                             const std::string& programmed = "") {
+                                             const std::string& programmed = "",
+                                             const std::string& problems = "") {
     return apply("apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: egw-agent-" +
                  node + "\n  namespace: " + leaseNs_ +
                  "\n  annotations: {egressgateway.dev/programmed: \"" + programmed +
-                 "\", egressgateway.dev/observed-slices: \"18446744073709551615\"}\nspec:\n"
+                 "\", egressgateway.dev/observed-slices: \"18446744073709551615\", "
+                 "egressgateway.dev/problems: '" +
+                 problems +
+                 "'}\nspec:\n"
                  "  holderIdentity: " +
                  node + "\n  leaseDurationSeconds: " + std::to_string(durationSeconds) +
                  "\n  renewTime: \"" + microTime(renewed) + "\"\n");
@@ -356,6 +361,92 @@ TEST_F(OperatorAgentE2E, AnAddressAnAgentStillAnswersForGetsNoOtherHolderAcrossA
       },
       120s))
       << operator_->process().log().substr(0, 4000);
+}
+
+// What a live agent reports it cannot program of a policy (on its Lease, by the policy's uid)
+// makes the policy's Programmed and Ready False with the problem's kind as the reason, with a
+// Warning Event; a report for another uid under the same name (a deleted predecessor's) changes
+// nothing; once the reporting agent is stale, the policy is Ready again.
+TEST_F(OperatorAgentE2E, AProblemALiveAgentReportsMakesThePolicyNotReadyWithItsReason) {
+  ASSERT_EQ(controlPlane().createNamespace(leaseNs_), "");
+  const auto now = std::chrono::system_clock::now();
+  for (const char* node : {"egress-node-1", "egress-node-2"}) {
+    ASSERT_TRUE(writeAgentLease(node, now, 3600));
+  }
+  ASSERT_TRUE(apply(poolYaml(pool_, {"198.51.100.64/28"})));
+  ASSERT_TRUE(apply(configYaml(true)));
+  ASSERT_TRUE(apply(policyYaml(ns_, "web", pool_, 1, "web")));
+  operator_ = std::make_unique<Operator>(
+      tmp_.path(), "operator", std::vector<std::string>{"--agent-lease-namespace=" + leaseNs_});
+  ASSERT_TRUE(operator_->process().error().empty()) << operator_->process().error();
+  std::string holderNode, entry;
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& [name, p] : gatewayPods(ns_, "web")) {
+          if (!p.holds.empty()) {
+            holderNode = p.node;
+            entry = p.holds;
+          }
+        }
+        return !entry.empty();
+      },
+      120s))
+      << operator_->process().log();
+  // The holder's agent reports the address programmed: Ready and Programmed.
+  ASSERT_TRUE(writeAgentLease(holderNode, now, 3600, entry));
+  auto policy = [&] { return policies(ns_)["web"]; };
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto p = policy();
+        return p.conditionIs("Ready", "True") && p.conditionIs("Programmed", "True");
+      },
+      120s))
+      << operator_->process().log();
+  const std::string other = holderNode == "egress-node-1" ? "egress-node-2" : "egress-node-1";
+  auto report = [&](const std::string& uid) {
+    return R"([{"uid":")" + uid + R"(","policy":")" + ns_ +
+           R"(/web","reason":"ContestedAddress","message":"egress IP )" + entry + R"( is in )" +
+           ns_ + R"(/web, x/forged: held by none of them","count":1}])";
+  };
+  // A report for a uid that is not this policy's (a predecessor of the same name): nothing.
+  ASSERT_TRUE(
+      writeAgentLease(other, now, 3600, "", report("0f0e0d0c-0000-4000-8000-0000000000ff")));
+  std::this_thread::sleep_for(5s);
+  EXPECT_TRUE(policy().conditionIs("Ready", "True")) << policy().reason("Ready");
+
+  auto uid = controlPlane().kubectl(
+      {"get", "egressgatewaypolicy", "-n", ns_, "web", "-o", "jsonpath={.metadata.uid}"});
+  ASSERT_TRUE(uid.ok() && !uid.output.empty()) << uid.output;
+  // For its uid, from a live agent: Programmed and Ready False, the reason the agent's kind.
+  const auto reported = std::chrono::system_clock::now();
+  ASSERT_TRUE(writeAgentLease(other, reported, 6, "", report(uid.output)));
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto p = policy();
+        return p.reason("Programmed") == "ContestedAddress" &&
+               p.reason("Ready") == "ContestedAddress";
+      },
+      30s))
+      << operator_->process().log();
+  auto p = policy();
+  EXPECT_TRUE(p.conditionIs("Ready", "False"));
+  EXPECT_TRUE(p.conditionIs("Programmed", "False"));
+  EXPECT_EQ(p.messages["Programmed"], "egw-agent on node " + other + ": egress IP " + entry +
+                                          " is in " + ns_ + "/web, x/forged: held by none of them");
+  EXPECT_EQ(p.messages["Ready"], p.messages["Programmed"]);
+  EXPECT_TRUE(eventually([&] { return hasEvent(ns_, "web", "ContestedAddress", entry); }, 30s));
+  // The reporting agent goes stale (its Lease of 6 s is not renewed): its problems no longer
+  // count, and the policy is Ready again.
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto q = policy();
+        return q.conditionIs("Ready", "True") && q.conditionIs("Programmed", "True");
+      },
+      30s))
+      << operator_->process().log();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::system_clock::now() - reported).count();
+  EXPECT_GE(seconds, 5.0) << "the agent was still live";
 }
 
 }  // namespace

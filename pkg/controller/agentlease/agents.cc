@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include <rapidjson/document.h>
 #include <spdlog/spdlog.h>
 
 #include "pkg/controller/names.h"
@@ -38,6 +39,41 @@ std::set<ipam::Address> programmedAddresses(const coordination::Lease& lease) {
   return out;
 }
 
+std::map<std::string, ReportedProblem> reportedProblems(const coordination::Lease& lease) {
+  std::map<std::string, ReportedProblem> out;
+  auto it = lease.metadata.annotations.find(std::string(kProblemsAnnotation));
+  if (it == lease.metadata.annotations.end() || it->second.empty()) {
+    return out;
+  }
+  rapidjson::Document doc;
+  doc.Parse(it->second.data(), it->second.size());
+  if (doc.HasParseError() || !doc.IsArray()) {
+    return out;
+  }
+  auto text = [](const rapidjson::Value& o, const char* k) {
+    auto m = o.FindMember(k);
+    return m != o.MemberEnd() && m->value.IsString()
+               ? std::string(m->value.GetString(), m->value.GetStringLength())
+               : std::string();
+  };
+  for (const auto& item : doc.GetArray()) {
+    if (!item.IsObject()) {
+      continue;
+    }
+    ReportedProblem p{text(item, "uid"), text(item, "policy"), text(item, "reason"),
+                      text(item, "message")};
+    if (p.uid.empty()) {
+      continue;
+    }
+    if (std::find(std::begin(kDataplaneProblemReasons), std::end(kDataplaneProblemReasons),
+                  p.reason) == std::end(kDataplaneProblemReasons)) {
+      p.reason = std::string(kReasonDataplaneProblem);
+    }
+    out.emplace(p.uid, std::move(p));
+  }
+  return out;
+}
+
 bool Agents::observe(const coordination::Lease& lease, Clock::TimePoint now) {
   const std::string node = agentLeaseNode(lease);
   if (node.empty()) {
@@ -48,17 +84,21 @@ bool Agents::observe(const coordination::Lease& lease, Clock::TimePoint now) {
   observedSlices_[node] =
       observed == lease.metadata.annotations.end() ? std::string() : observed->second;
   auto reported = programmedAddresses(lease);
+  auto problems = reportedProblems(lease);
   auto& known = programmed_[node];
-  if (known == reported) {
+  auto& knownProblems = problems_[node];
+  if (known == reported && knownProblems == problems) {
     return false;
   }
   known = std::move(reported);
+  knownProblems = std::move(problems);
   return true;
 }
 
 void Agents::forget(const std::string& node) {
   leases_.forget(node);
   programmed_.erase(node);
+  problems_.erase(node);
   observedSlices_.erase(node);
 }
 
@@ -74,6 +114,23 @@ const std::set<ipam::Address>& Agents::programmed(const std::string& node) const
   static const std::set<ipam::Address> kNone;
   auto it = programmed_.find(node);
   return it == programmed_.end() ? kNone : it->second;
+}
+
+const std::map<std::string, ReportedProblem>& Agents::problems(const std::string& node) const {
+  static const std::map<std::string, ReportedProblem> kNone;
+  auto it = problems_.find(node);
+  return it == problems_.end() ? kNone : it->second;
+}
+
+std::vector<NodeProblem> Agents::problemsOf(const std::string& uid, Clock::TimePoint now) const {
+  std::vector<NodeProblem> out;
+  for (const auto& [node, reported] : problems_) {
+    auto it = reported.find(uid);
+    if (it != reported.end() && live(node, now)) {
+      out.push_back({node, it->second.reason, it->second.message});
+    }
+  }
+  return out;
 }
 
 std::map<ipam::Address, std::set<std::string>> Agents::claims(Clock::TimePoint now) const {

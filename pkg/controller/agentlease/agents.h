@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "pkg/apis/coordination/lease.h"
 #include "pkg/base/clock.h"
@@ -28,15 +29,35 @@
 
 namespace egress::controller {
 
+// A problem an agent reports for a policy (kProblemsAnnotation).
+struct ReportedProblem {
+  std::string uid;
+  std::string key;     // "namespace/policy"
+  std::string reason;  // one of kDataplaneProblemReasons, or kReasonDataplaneProblem
+  std::string message;
+
+  friend bool operator==(const ReportedProblem&, const ReportedProblem&) = default;
+};
+
+// A problem with the node whose agent reports it.
+struct NodeProblem {
+  std::string node;
+  std::string reason;
+  std::string message;
+};
+
 // The node of an agent Lease ("egw-agent-<node>"), or "" for another Lease.
 std::string agentLeaseNode(const coordination::Lease& lease);
 // The addresses an agent Lease reports programmed; unparsable items are skipped.
 std::set<ipam::Address> programmedAddresses(const coordination::Lease& lease);
+// The problems an agent Lease reports, by policy uid; entries that do not parse, or name no
+// uid, are skipped (an unreadable report must not take a policy down, nor hide the others).
+std::map<std::string, ReportedProblem> reportedProblems(const coordination::Lease& lease);
 
 class Agents {
  public:
   // Records a Lease event seen at `now`. Returns whether what the operator acts on changed:
-  // the reported addresses (a renewal alone changes only the observed time).
+  // the reported addresses or problems (a renewal alone changes only the observed time).
   bool observe(const coordination::Lease& lease, Clock::TimePoint now);
   void forget(const std::string& node);
 
@@ -45,6 +66,10 @@ class Agents {
   std::optional<Clock::TimePoint> expiry(const std::string& node) const;
   // What `node`'s agent reports programmed (whether or not it is live).
   const std::set<ipam::Address>& programmed(const std::string& node) const;
+  // What `node`'s agent reports it cannot program, by policy uid (whether or not it is live).
+  const std::map<std::string, ReportedProblem>& problems(const std::string& node) const;
+  // The problems live agents report for the policy of `uid`, by node.
+  std::vector<NodeProblem> problemsOf(const std::string& uid, Clock::TimePoint now) const;
   // Per address, the nodes whose live agents report it programmed: who answers for it now. A
   // stale agent has fenced itself (it withdraws before the operator can see it stale), so it
   // claims nothing.
@@ -90,6 +115,7 @@ class Agents {
 
   leaderelection::ObservedLeases leases_;
   std::map<std::string, std::set<ipam::Address>> programmed_;
+  std::map<std::string, std::map<std::string, ReportedProblem>> problems_;
   std::map<std::string, std::string> observedSlices_;
   std::map<ipam::Address, Withdrawal> withdrawals_;
   std::string startVersion_;  // "" once every live agent reported it

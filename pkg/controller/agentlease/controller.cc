@@ -70,14 +70,27 @@ net::awaitable<ReconcileResult> AgentLeaseController::reconcile(const std::strin
     seen_.erase(node);
     co_return ReconcileResult::done();
   }
-  Seen current{ctx_.agents.live(node, now), ctx_.agents.programmed(node)};
+  Seen current{ctx_.agents.live(node, now), ctx_.agents.programmed(node),
+               ctx_.agents.problems(node)};
   auto it = seen_.find(node);
   // A first sight of a live agent changes nothing: every policy is reconciled at start anyway.
   const bool first = it == seen_.end();
   const bool flipped = first ? !current.live : it->second.live != current.live;
   const bool reported = !first && it->second.programmed != current.programmed;
+  const bool problems = first ? !current.problems.empty() : it->second.problems != current.problems;
   if (flipped) {
     spdlog::info("agentlease: the agent of node {} is {}", node, current.live ? "live" : "stale");
+  }
+  if (flipped || problems) {
+    // Their Programmed and Ready name this node's problems only while its agent is live.
+    for (const auto& [uid, p] : current.problems) {
+      ctx_.policies.add(p.key);
+    }
+    if (!first) {
+      for (const auto& [uid, p] : it->second.problems) {
+        ctx_.policies.add(p.key);
+      }
+    }
   }
   if (flipped || reported || (first && !current.programmed.empty())) {
     std::set<std::string> keys;

@@ -6,14 +6,16 @@
 // queues the Lease's node. A reconcile of node N compares N's liveness, which changes with time
 // alone, and its report with what the last reconcile of N saw; when either changed, it queues
 // the policies that have a gateway pod on N (their holders may move away or back, their
-// readiness gates follow the report), not every policy. While N is live it comes back just
-// after N would go stale. It writes nothing itself.
+// readiness gates follow the report), and the policies N's agent reports problems for, before or
+// now (their Programmed and Ready follow them), not every policy. While N is live it comes back
+// just after N would go stale. It writes nothing itself.
 #pragma once
 
 #include <map>
 #include <set>
 #include <string>
 
+#include "pkg/controller/agentlease/agents.h"
 #include "pkg/controller/subcontroller.h"
 
 namespace egress::controller {
@@ -26,6 +28,7 @@ class AgentLeaseController final : public Subcontroller {
   struct Seen {
     bool live = false;
     std::set<ipam::Address> programmed;
+    std::map<std::string, ReportedProblem> problems;
   };
   // Each node as its last reconcile saw it.
   std::map<std::string, Seen> seen_;

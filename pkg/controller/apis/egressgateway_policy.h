@@ -90,6 +90,14 @@ struct EgressGatewayPolicyInfo {
   // Addresses the policy's data-plane view, as this process last wrote it, names while the cache
   // still shows an older view: in use, as if the cache showed them.
   std::set<ipam::Address> viewInFlight;
+  // What the live agents report they cannot program of this policy (by its uid), one per node,
+  // sorted by node: its Programmed and Ready say the first.
+  struct DataplaneProblem {
+    std::string node;
+    std::string reason;
+    std::string message;
+  };
+  std::vector<DataplaneProblem> dataplaneProblems;
 };
 
 // The IPPoolProcessor's decision, which the later steps of the reconcile are handed: the ledger

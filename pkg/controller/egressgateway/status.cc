@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -194,11 +195,25 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
 
   const bool agent =
       info.config != nullptr && info.config->spec.dataplane && info.config->spec.dataplane->agent;
+  // A node whose agent cannot program the policy: some of its traffic is refused or cannot
+  // leave, whatever the holders say.
+  std::optional<meta::Condition> refused;
+  if (agent && !info.dataplaneProblems.empty()) {
+    const auto& first = info.dataplaneProblems.front();
+    std::string message = "egw-agent on node " + first.node + ": " + first.message;
+    if (info.dataplaneProblems.size() > 1) {
+      message += " (and " + std::to_string(info.dataplaneProblems.size() - 1) +
+                 " more nodes report problems)";
+    }
+    refused = makeCondition(kConditionProgrammed, false, first.reason, message, generation);
+  }
   meta::Condition ready;
   if (allocated.status != meta::kConditionTrue) {
     ready = makeCondition(kConditionReady, false, allocated.reason, allocated.message, generation);
   } else if (available.status != meta::kConditionTrue) {
     ready = makeCondition(kConditionReady, false, available.reason, available.message, generation);
+  } else if (refused) {
+    ready = makeCondition(kConditionReady, false, refused->reason, refused->message, generation);
   } else if (readyHolders < entries) {
     ready = makeCondition(kConditionReady, false, kReasonGatewaysNotReady,
                           std::to_string(readyHolders) + " of " + std::to_string(entries) +
@@ -224,6 +239,8 @@ v1alpha1::EgressGatewayPolicyStatus desiredStatus(const EgressGatewayPolicyInfo&
         "OperatorConfig default has spec.dataplane.agent false: no node programs these egress "
         "IPs, and the selected pods leave with their nodes' addresses as before",
         generation);
+  } else if (refused) {
+    programmed = *refused;
   } else if (entries > 0 && programmedHolders == entries) {
     programmed =
         makeCondition(kConditionProgrammed, true, kReasonProgrammed,

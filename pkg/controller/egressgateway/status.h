@@ -13,7 +13,11 @@
 //                                 else Progressing "A of N gateway pods available" (also before
 //                                 the Deployment is cached), or what stops it: ApplyFailed,
 //                                 ProgressDeadlineExceeded, ReplicaFailure (with the detail)
-//   Ready                         both, and every entry held by a Ready pod
+//   Ready                         both, no live agent reports a problem with the policy, and
+//                                 every entry held by a Ready pod
+//   Programmed                    with the agent: every holder's agent programmed its IPs and no
+//                                 live agent reports a problem with the policy (then False, with
+//                                 the problem's kind as the reason: RefusedAddress, ...)
 // Conditions keep their lastTransitionTime unless their status flips (meta::setCondition).
 #pragma once
 

@@ -61,6 +61,17 @@ net::awaitable<ReconcileResult> StatusProcessor::process(const EgressGatewayPoli
   const auto& current = writer.policy();
   auto status = desiredStatus(info, current, ledger, applyFailure,
                               meta::truncateToSeconds(ctx_.clock.wallNow()));
+  // Once per problem: a live agent's report is the same on every renewal, and the status says it
+  // meanwhile (the agent, which writes nothing but its Lease, cannot tell the user itself).
+  if (!info.dataplaneProblems.empty()) {
+    const auto* was = meta::findCondition(info.current->status.conditions, kConditionProgrammed);
+    const auto* is = meta::findCondition(status.conditions, kConditionProgrammed);
+    if (is != nullptr && is->status != meta::kConditionTrue &&
+        (was == nullptr || was->reason != is->reason || was->message != is->message)) {
+      ctx_.recorder.event(referenceTo(kPolicyKind, current.metadata), core::kEventTypeWarning,
+                          is->reason, is->message);
+    }
+  }
   const auto* d = info.deployment.deployment.get();
   ctx_.metrics.setPolicy(info.ns, info.name, gatewayShape(current, info.config.get()).replicas,
                          d != nullptr ? d->status.availableReplicas : 0, status.selectedPods,

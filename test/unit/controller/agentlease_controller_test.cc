@@ -44,12 +44,19 @@ std::string gatewayPodJson(const std::string& policy, const std::string& node) {
          R"(","containers":[{"name":"gw","image":"img"}]},"status":{"phase":"Running"}})";
 }
 
-// Node `node`'s agent Lease, renewed at `renewed` (RFC 3339), reporting `programmed`.
+// Node `node`'s agent Lease, renewed at `renewed` (RFC 3339), reporting `programmed` and a
+// problem with the policy of uid `problemUID` (none if "").
 std::string leaseJson(const std::string& node, const std::string& rv, const std::string& renewed,
-                      const std::string& programmed) {
+                      const std::string& programmed, const std::string& problemUID = "") {
+  const std::string problems =
+      problemUID.empty()
+          ? ""
+          : R"([{\"uid\":\")" + problemUID + R"(\",\"policy\":\"ns/)" + problemUID.substr(4) +
+                R"(\",\"reason\":\"NoMark\",\"message\":\"m\",\"count\":1}])";
   return R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":")" +
          std::string(kAgentLeasePrefix) + node + R"(","namespace":"egw","resourceVersion":")" + rv +
          R"(","annotations":{")" + std::string(kProgrammedAnnotation) + R"(":")" + programmed +
+         R"(",")" + std::string(kProblemsAnnotation) + R"(":")" + problems +
          R"("}},"spec":{"holderIdentity":")" + node +
          R"(","leaseDurationSeconds":6,"renewTime":")" + renewed + R"("}})";
 }
@@ -93,9 +100,12 @@ class AgentLeaseControllerTest : public testing::ComponentTest {
     settle();
   }
 
-  // The agent of `node` renews its Lease, reporting `programmed`.
-  void renew(const std::string& node, const std::string& rv, const std::string& programmed) {
-    modified("leases", leaseJson(node, rv, "2026-12-06T10:00:0" + rv + ".000000Z", programmed));
+  // The agent of `node` renews its Lease, reporting `programmed` (and a problem with the policy
+  // of `problemUID`).
+  void renew(const std::string& node, const std::string& rv, const std::string& programmed,
+             const std::string& problemUID = "") {
+    modified("leases",
+             leaseJson(node, rv, "2026-12-06T10:00:0" + rv + ".000000Z", programmed, problemUID));
   }
 
   std::unique_ptr<testing::RecordingController> policies_;
@@ -121,6 +131,26 @@ TEST_F(AgentLeaseControllerTest, AnAgentsChangeQueuesOnlyThePoliciesWithAGateway
   clock_.advance(2500ms);
   settle();
   EXPECT_THAT(policies_->keys, ::testing::ElementsAre("ns/b"));
+}
+
+// A problem report queues the policy it names, wherever its gateways run; so does its end, and
+// the reporting agent going stale (its problems stop counting).
+TEST_F(AgentLeaseControllerTest, AProblemReportQueuesThePolicyItNames) {
+  renew("node-1", "2", "", "uid-b");
+  EXPECT_THAT(policies_->keys, ::testing::ElementsAre("ns/b"));
+  policies_->keys.clear();
+  renew("node-1", "3", "", "uid-b");
+  EXPECT_THAT(policies_->keys, ::testing::IsEmpty()) << "the same report";
+  renew("node-1", "4", "");
+  EXPECT_THAT(policies_->keys, ::testing::ElementsAre("ns/b"));
+  policies_->keys.clear();
+  renew("node-1", "5", "", "uid-b");
+  EXPECT_THAT(policies_->keys, ::testing::ElementsAre("ns/b"));
+  // node-1 goes stale: ns/a (its gateway is there) and ns/b (node-1's problem) are queued.
+  policies_->keys.clear();
+  clock_.advance(6500ms);
+  settle();
+  EXPECT_THAT(policies_->keys, ::testing::UnorderedElementsAre("ns/a", "ns/b"));
 }
 
 }  // namespace

@@ -73,6 +73,37 @@ TEST(Agents, OnlyLiveAgentsClaimWhatTheyReport) {
   EXPECT_TRUE(agents.claims(kT0 + 9s).empty());
 }
 
+// A changed problem report is something to act on (their policies' conditions follow it); only
+// live agents' problems count, and a forgotten node's are gone.
+TEST(Agents, ProblemsOfLiveAgentsCountByPolicyUID) {
+  Agents agents;
+  auto lease = agentLease("n1", kWall);
+  EXPECT_FALSE(agents.observe(lease, kT0)) << "nothing reported, nothing changed";
+  lease.metadata.annotations[std::string(kProblemsAnnotation)] =
+      R"([{"uid":"u1","policy":"ns/a","reason":"NoMark","message":"no mark left","count":1}])";
+  EXPECT_TRUE(agents.observe(lease, kT0 + 1s));
+  EXPECT_FALSE(agents.observe(lease, kT0 + 2s)) << "a renewal with the same report";
+  auto two = agentLease("n2", kWall);
+  two.metadata.annotations = lease.metadata.annotations;
+  EXPECT_TRUE(agents.observe(two, kT0 + 3s));
+  auto p = agents.problemsOf("u1", kT0 + 4s);
+  ASSERT_EQ(p.size(), 2U);
+  EXPECT_EQ(p[0].node, "n1");
+  EXPECT_EQ(p[0].reason, "NoMark");
+  EXPECT_EQ(p[0].message, "no mark left");
+  EXPECT_TRUE(agents.problemsOf("u2", kT0 + 4s).empty());
+  // n1 was last seen at kT0 + 2s: stale 6 s later, while n2 is still live.
+  p = agents.problemsOf("u1", kT0 + 8s);
+  ASSERT_EQ(p.size(), 1U);
+  EXPECT_EQ(p[0].node, "n2");
+  EXPECT_EQ(agents.problems("n1").size(), 1U) << "kept while stale: the agent may come back";
+  agents.forget("n2");
+  EXPECT_TRUE(agents.problemsOf("u1", kT0 + 4s).size() == 1U);
+  lease.metadata.annotations.erase(std::string(kProblemsAnnotation));
+  EXPECT_TRUE(agents.observe(lease, kT0 + 5s));
+  EXPECT_TRUE(agents.problemsOf("u1", kT0 + 5s).empty());
+}
+
 TEST(Agents, OtherLeasesAndForgottenNodesAreNotAgents) {
   Agents agents;
   coordination::Lease other = agentLease("n1", kWall);

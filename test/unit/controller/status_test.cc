@@ -148,6 +148,42 @@ TEST(DesiredStatus, ProgrammedOnlyWithTheAgentAndEveryHoldersGateOpen) {
   EXPECT_EQ(cond(s, kConditionProgrammed).reason, "NoOperatorConfig");
 }
 
+// A live agent that cannot program the policy (its report, by uid) makes Programmed and Ready
+// False with the problem's kind as the reason, the first node's problem as the message; without
+// the agent, reports count for nothing (no node programs anything anyway).
+TEST(DesiredStatus, AnAgentsProblemMakesProgrammedAndReadyFalseWithItsReason) {
+  auto i = info();
+  const auto a = allocated();
+  addDeployment(i, 2, 2);
+  addPod(i, "a", "203.0.113.1", true, 10);
+  addPod(i, "b", "203.0.113.2", true, 11);
+  i.dataplaneProblems = {{"node-c", "ContestedAddress", "egress IP 203.0.113.1 is in x/y, ns/web"},
+                         {"node-d", "RefusedAddress", "egress IP 203.0.113.2 refused"}};
+  auto s = desired(i, a, kNow);
+  EXPECT_EQ(cond(s, kConditionReady).status, "True") << "no agent, no data plane";
+  EXPECT_EQ(cond(s, kConditionProgrammed).reason, "AgentDisabled");
+
+  auto config = std::make_shared<v1alpha1::OperatorConfig>(*i.config);
+  config->spec.dataplane = v1alpha1::DataplaneSpec{.agent = true};
+  i.config = config;
+  i.egressPods.at("a").programmed = true;
+  i.egressPods.at("b").programmed = true;
+  s = desired(i, a, kNow);
+  EXPECT_EQ(cond(s, kConditionProgrammed).status, "False");
+  EXPECT_EQ(cond(s, kConditionProgrammed).reason, "ContestedAddress");
+  EXPECT_EQ(cond(s, kConditionProgrammed).message,
+            "egw-agent on node node-c: egress IP 203.0.113.1 is in x/y, ns/web (and 1 more nodes "
+            "report problems)");
+  EXPECT_EQ(cond(s, kConditionReady).status, "False");
+  EXPECT_EQ(cond(s, kConditionReady).reason, "ContestedAddress");
+  EXPECT_EQ(cond(s, kConditionReady).message, cond(s, kConditionProgrammed).message);
+
+  i.dataplaneProblems.clear();
+  s = desired(i, a, kNow);
+  EXPECT_EQ(cond(s, kConditionProgrammed).status, "True");
+  EXPECT_EQ(cond(s, kConditionReady).status, "True");
+}
+
 TEST(DesiredStatus, OnlyAProvenGatewayPodOfTheRecordedUidHolds) {
   auto i = info();
   const auto ledger = allocated().entries;

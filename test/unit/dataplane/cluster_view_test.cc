@@ -54,7 +54,7 @@ TEST(ClusterView, SlicesOfOnePolicyMergeIntoOneView) {
   // Listed in any order: the informer's is a map's.
   Slices slices{std::make_shared<EgressPolicySlice>(more),
                 std::make_shared<EgressPolicySlice>(head)};
-  std::vector<std::string> problems;
+  std::vector<Problem> problems;
   auto views = policyViews(slices, &problems);
   EXPECT_THAT(problems, IsEmpty());
   ASSERT_EQ(views.size(), 1U);
@@ -84,7 +84,7 @@ TEST(ClusterView, SlicesAreGroupedByUIDNotByName) {
   newHead.spec.gateway->egressIPs = {{{"192.168.50.210"}, "n2", "", ""}};
   auto other = slice("api.api.0", "api", "api", "uid-api");
   other.spec.gateway = SliceGateway{};
-  std::vector<std::string> problems;
+  std::vector<Problem> problems;
   auto views = policyViews(
       {std::make_shared<EgressPolicySlice>(oldHead), std::make_shared<EgressPolicySlice>(newHead),
        std::make_shared<EgressPolicySlice>(other)},
@@ -106,14 +106,14 @@ TEST(ClusterView, OfTwoHeadsTheLowestNameWinsAndTheOtherIsAProblem) {
   b.spec.gateway = SliceGateway{};
   b.spec.gateway->egressIPs = {{{"192.168.50.250"}, "n3", "", ""}};
   b.spec.sources = {{"p3", "n3", {"10.244.3.2"}}};
-  std::vector<std::string> problems;
+  std::vector<Problem> problems;
   auto views = policyViews(
       {std::make_shared<EgressPolicySlice>(b), std::make_shared<EgressPolicySlice>(a)}, &problems);
   ASSERT_EQ(views.size(), 1U);
   ASSERT_EQ(views[0].slots.size(), 2U);
   EXPECT_EQ(views[0].slots[0].ips[0].toString(), "192.168.50.200");
   ASSERT_EQ(problems.size(), 1U);
-  EXPECT_THAT(problems[0], HasSubstr("shop.web.1"));
+  EXPECT_THAT(problems[0].message, HasSubstr("shop.web.1"));
   // Its sources are still the policy's.
   EXPECT_THAT(texts(views[0].sources), ElementsAre("10.244.3.2@n3"));
 }
@@ -123,15 +123,15 @@ TEST(ClusterView, SlicesWithoutAHeadAreIgnoredAndNamed) {
   tail.spec.sources = {{"p3", "n3", {"10.244.3.2"}}};
   auto noUID = slice("x.y.0", "x", "y", "");
   noUID.spec.gateway = gateway();
-  std::vector<std::string> problems;
+  std::vector<Problem> problems;
   auto views = policyViews(
       {std::make_shared<EgressPolicySlice>(tail), std::make_shared<EgressPolicySlice>(noUID)},
       &problems);
   EXPECT_THAT(views, IsEmpty());
   ASSERT_EQ(problems.size(), 2U);
-  EXPECT_THAT(problems[0], HasSubstr("x.y.0"));
-  EXPECT_THAT(problems[1], HasSubstr("uid-1"));
-  EXPECT_THAT(problems[1], HasSubstr("shop.web.1"));
+  EXPECT_THAT(problems[0].message, HasSubstr("x.y.0"));
+  EXPECT_THAT(problems[1].message, HasSubstr("uid-1"));
+  EXPECT_THAT(problems[1].message, HasSubstr("shop.web.1"));
 }
 
 TEST(ClusterView, AddressesThatDoNotParseAreSkippedAndNamed) {
@@ -141,7 +141,7 @@ TEST(ClusterView, AddressesThatDoNotParseAreSkippedAndNamed) {
   head.spec.gateway->destinationCIDRs = {"0.0.0.0/0", "10.0.0.0/33"};
   head.spec.gateway->excludedCIDRs = {"bad", "10.244.0.0/16"};
   head.spec.sources = {{"p1", "n1", {"10.244.1.2", "10.244.1"}}, {"p2", "n2", {"x"}}};
-  std::vector<std::string> problems;
+  std::vector<Problem> problems;
   auto views = policyViews({std::make_shared<EgressPolicySlice>(head)}, &problems);
   ASSERT_EQ(views.size(), 1U);
   const auto& v = views[0];
@@ -151,11 +151,11 @@ TEST(ClusterView, AddressesThatDoNotParseAreSkippedAndNamed) {
   EXPECT_EQ(v.excluded.size(), 1U);
   EXPECT_THAT(texts(v.sources), ElementsAre("10.244.1.2@n1"));
   ASSERT_EQ(problems.size(), 5U);
-  EXPECT_THAT(problems[0], HasSubstr("\"not-an-ip\""));
-  EXPECT_THAT(problems[1], HasSubstr("\"10.0.0.0/33\""));
-  EXPECT_THAT(problems[2], HasSubstr("\"bad\""));
-  EXPECT_THAT(problems[3], HasSubstr("p1"));
-  EXPECT_THAT(problems[4], HasSubstr("p2"));
+  EXPECT_THAT(problems[0].message, HasSubstr("\"not-an-ip\""));
+  EXPECT_THAT(problems[1].message, HasSubstr("\"10.0.0.0/33\""));
+  EXPECT_THAT(problems[2].message, HasSubstr("\"bad\""));
+  EXPECT_THAT(problems[3].message, HasSubstr("p1"));
+  EXPECT_THAT(problems[4].message, HasSubstr("p2"));
   // Without a problems list, the same views.
   EXPECT_EQ(policyViews({std::make_shared<EgressPolicySlice>(head)}, nullptr).size(), 1U);
 }

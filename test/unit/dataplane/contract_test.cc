@@ -8,6 +8,7 @@
 #include "pkg/controller/agentlease/agents.h"
 #include "pkg/controller/names.h"
 #include "pkg/dataplane/cluster_view.h"
+#include "pkg/dataplane/problem.h"
 #include "pkg/leaderelection/kube_lease_lock.h"
 #include "test/testutil/fake_time.h"
 #include "test/unit/leaderelection/fake_lease_lock.h"
@@ -21,6 +22,41 @@ TEST(Contract, NamesMatchTheOperators) {
   EXPECT_EQ(kAgentLeasePrefix, controller::kAgentLeasePrefix);
   EXPECT_EQ(kProgrammedAnnotation, controller::kProgrammedAnnotation);
   EXPECT_EQ(kObservedSlicesAnnotation, controller::kObservedSlicesAnnotation);
+  EXPECT_EQ(kProblemsAnnotation, controller::kProblemsAnnotation);
+  ASSERT_EQ(std::size(kProblemKinds), std::size(controller::kDataplaneProblemReasons));
+  for (size_t i = 0; i < std::size(kProblemKinds); ++i) {
+    EXPECT_EQ(problemReason(kProblemKinds[i]), controller::kDataplaneProblemReasons[i]);
+  }
+}
+
+// What the agent writes of its problems, the operator reads back: one per policy, by uid, with
+// the reason and message; a kind the operator does not know reads as DataplaneProblem.
+TEST(Contract, TheOperatorReadsTheProblemsTheAgentReports) {
+  std::vector<Problem> problems = {
+      {ProblemKind::kContestedAddress, "uid-a", "ns/a", "egress IP 192.0.2.1 is in ns/a, ns/b"},
+      {ProblemKind::kContestedAddress, "uid-b", "ns/b", "egress IP 192.0.2.1 is in ns/a, ns/b"},
+      {ProblemKind::kRefusedAddress, "uid-c", "ns/c", "egress IP 10.0.0.1 of ns/c refused"},
+      {ProblemKind::kUnparsable, "uid-c", "ns/c", "cannot parse \"x\""},
+      {ProblemKind::kInvalidSlice, "", "", "EgressPolicySlice s: no policy uid, ignored"}};
+  coordination::Lease lease;
+  lease.metadata.name = std::string(controller::kAgentLeasePrefix) + "n1";
+  lease.metadata.annotations[std::string(controller::kProblemsAnnotation)] =
+      problemsAnnotation(problems);
+  auto read = controller::reportedProblems(lease);
+  ASSERT_EQ(read.size(), 3U);
+  EXPECT_EQ(read["uid-a"].key, "ns/a");
+  EXPECT_EQ(read["uid-a"].reason, "ContestedAddress");
+  EXPECT_EQ(read["uid-b"].message, "egress IP 192.0.2.1 is in ns/a, ns/b");
+  EXPECT_EQ(read["uid-c"].reason, "RefusedAddress");
+  EXPECT_EQ(read["uid-c"].message, "egress IP 10.0.0.1 of ns/c refused");
+
+  lease.metadata.annotations[std::string(controller::kProblemsAnnotation)] =
+      R"([{"uid":"u","policy":"ns/p","reason":"SomethingNew","message":"m"}, 7, {"x":1}])";
+  read = controller::reportedProblems(lease);
+  ASSERT_EQ(read.size(), 1U);
+  EXPECT_EQ(read["u"].reason, controller::kReasonDataplaneProblem);
+  lease.metadata.annotations[std::string(controller::kProblemsAnnotation)] = "not json";
+  EXPECT_TRUE(controller::reportedProblems(lease).empty());
 }
 
 // The agent lets go of what it holds (its own fence, and the kernel fence that times out with it)

@@ -1,7 +1,9 @@
 #include "pkg/dataplane/desired_state.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@ namespace egress::dataplane {
 namespace {
 
 using ::testing::Contains;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -42,16 +45,49 @@ std::vector<std::string> lines(const std::vector<T>& items) {
   return out;
 }
 
-// Each source's egress IP in `s`'s first policy and family (the refuse mark: no entry).
+// Each source's egress IP in `s`'s first policy and family (refused: no entry).
 std::map<ipam::Address, ipam::Address> picksOf(const DesiredState& s) {
   std::map<ipam::Address, ipam::Address> out;
-  std::map<uint32_t, ipam::Address> byMark;
-  for (const auto& e : s.kernel.nft.egressIPs) {
-    byMark[e.mark] = e.ip;
-  }
   for (const auto& pick : s.kernel.nft.policies[0].picks[0]) {
-    if (auto it = byMark.find(pick.mark); it != byMark.end()) {
-      out[pick.source] = it->second;
+    if (pick.egressIP) {
+      out[pick.source] = *pick.egressIP;
+    }
+  }
+  return out;
+}
+
+// The mark the chain of egress IP `e` sets in `s` (0: none, no live holder).
+uint32_t markOf(const DesiredState& s, const char* e) {
+  for (const auto& eip : s.kernel.nft.egressIPs) {
+    if (eip.ip == ip(e)) {
+      return eip.mark;
+    }
+  }
+  return 0;
+}
+
+std::string hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%x", v);
+  return buf;
+}
+
+// The routing table of mark `mark` with the default mask and table base.
+std::string tableOf(uint32_t mark) {
+  return std::to_string(7000 + mark);
+}
+
+// The rule that routes mark `mark` (default mask) of `family` ("ipv4", "ipv6").
+std::string ruleOf(const char* family, uint32_t mark) {
+  return std::string(family) + " pref 100 fwmark " + hex(mark) + "/0xff lookup " + tableOf(mark);
+}
+
+// The routes of the tables of holder nodes (every table but the reply and refuse tables).
+std::vector<std::string> nodeTableRoutes(const DesiredState& s) {
+  std::vector<std::string> out;
+  for (const auto& r : s.kernel.routes) {
+    if (r.table != kMainTable && r.table != 7000 && r.table != 7254) {
+      out.push_back(r.toString());
     }
   }
   return out;
@@ -68,15 +104,24 @@ std::vector<SourceView> manySources() {
 
 TEST(DesiredState, SourceNodeRoutesThroughTheTunnelToTheHolder) {
   auto s = compute(topology("n3"));
-  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0x1/0xff lookup 7001"));
+  // n1's mark: any value of the mask but the local, refuse and reply marks (253-255).
+  const uint32_t m = markOf(s, "192.168.50.200");
+  EXPECT_GE(m, 1U);
+  EXPECT_LE(m, 0xfcU);
+  EXPECT_THAT(lines(s.kernel.rules), Contains(ruleOf("ipv4", m)));
+  EXPECT_THAT(
+      lines(s.kernel.routes),
+      Contains("0.0.0.0/0 via 192.168.50.11 dev egw0 onlink table " + tableOf(m) + " metric 0"));
   EXPECT_THAT(lines(s.kernel.routes),
-              Contains("0.0.0.0/0 via 192.168.50.11 dev egw0 onlink table 7001 metric 0"));
-  EXPECT_THAT(lines(s.kernel.routes),
-              Contains("unreachable 0.0.0.0/0 table 7001 metric 4294967295"));
+              Contains("unreachable 0.0.0.0/0 table " + tableOf(m) + " metric 4294967295"));
+  // Only the families n1 holds egress IPs of.
+  EXPECT_THAT(lines(s.kernel.rules), Not(Contains(ruleOf("ipv6", m))));
   EXPECT_TRUE(s.held.empty());
-  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft eip 192.168.50.200 mark 0x1\n"));
-  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0x1\n"));
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft eip 192.168.50.200 mark " + hex(m) + "\n"));
+  EXPECT_THAT(s.kernel.nft.toString(),
+              HasSubstr("nft default/web pick 10.244.3.2 192.168.50.200\n"));
   EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("held")));
+  EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("snat"))) << "nothing is SNATed here";
   for (const auto& n : s.kernel.neighbours) {
     EXPECT_FALSE(n.proxy) << n.toString();
   }
@@ -87,12 +132,21 @@ TEST(DesiredState, SourceNodeRoutesThroughTheTunnelToTheHolder) {
 TEST(DesiredState, HolderSnatsHoldsByProxyArpAndRoutesRepliesBack) {
   auto s = compute(topology("n1"));
   EXPECT_EQ(s.held, std::vector<ipam::Address>{ip("192.168.50.200")});
-  // Held here: the main table routes out of the uplink, no fwmark rule for it.
-  EXPECT_THAT(lines(s.kernel.rules), Not(Contains("ipv4 pref 100 fwmark 0x1/0xff lookup 7001")));
+  // Held here: the local mark, and the main table routes out of the uplink: the only rules are
+  // the refusal's and the replies'.
+  EXPECT_THAT(lines(s.kernel.rules),
+              ::testing::UnorderedElementsAre("ipv4 pref 100 fwmark 0xfe/0xff lookup 7254",
+                                              "ipv6 pref 100 fwmark 0xfe/0xff lookup 7254",
+                                              "ipv4 pref 100 fwmark 0xff/0xff lookup 7000",
+                                              "ipv6 pref 100 fwmark 0xff/0xff lookup 7000"));
   EXPECT_THAT(lines(s.kernel.routes),
               Contains("192.168.50.200/32 dev egw-eip0 table 254 metric 0"));
   EXPECT_THAT(lines(s.kernel.neighbours), Contains("proxy 192.168.50.200 dev eth0"));
-  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft eip 192.168.50.200 mark 0x1 held\n"));
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft eip 192.168.50.200 mark 0xfd held\n"));
+  // Both sources, the local one and n3's through the tunnel, are SNATed to it here.
+  EXPECT_THAT(s.kernel.nft.toString(),
+              HasSubstr("nft default/web snat 10.244.1.2 192.168.50.200\n"
+                        "nft default/web snat 10.244.3.2 192.168.50.200\n"));
   // Replies of tunnelled connections go back to p3's node; p1 is local and needs no route.
   EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0xff/0xff lookup 7000"));
   EXPECT_THAT(lines(s.kernel.routes),
@@ -117,29 +171,18 @@ TEST(DesiredState, FailsClosedWhenTheHoldersLeaseIsStale) {
   auto v = topology("n3");
   setLive(v, "n1", false);
   auto s = compute(v);
-  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0x1/0xff lookup 7001"));
-  for (const auto& r : s.kernel.routes) {
-    if (r.table == 7001) {
-      EXPECT_EQ(r.type, Route::Type::kUnreachable) << r.toString();
-    }
-  }
+  EXPECT_THAT(nodeTableRoutes(s), ::testing::IsEmpty()) << "no route to the dead holder";
+  EXPECT_EQ(markOf(s, "192.168.50.200"), 0U);
   // The pod is still classified (its packets take the refuse table), never left alone.
-  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0xfe\n"));
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 refuse\n"));
 }
 
 TEST(DesiredState, FailsClosedWithoutAHolder) {
   auto v = topology("n3");
   v.policies[0].slots[0].node.clear();
   auto s = compute(v);
-  int routes7001 = 0;
-  for (const auto& r : s.kernel.routes) {
-    if (r.table == 7001) {
-      ++routes7001;
-      EXPECT_EQ(r.type, Route::Type::kUnreachable);
-    }
-  }
-  EXPECT_EQ(routes7001, 1);
-  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0xfe\n"));
+  EXPECT_THAT(nodeTableRoutes(s), ::testing::IsEmpty());
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 refuse\n"));
   auto holder = v;
   holder.self = "n1";
   EXPECT_TRUE(compute(holder).held.empty());
@@ -155,15 +198,15 @@ TEST(DesiredState, AnAgentThatCannotRenewWithdrawsWhatItHolds) {
   }
   EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("held")));
   // Its own pods fail closed too (its view of the holder is itself, which it no longer is).
-  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0x1/0xff lookup 7001"));
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.1.2 refuse\n"));
+  EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("snat")));
 }
 
 TEST(DesiredState, MissingLeaseCountsAsStale) {
   auto v = topology("n3");
   v.leases.erase(v.leases.begin());  // n1's
   auto s = compute(v);
-  EXPECT_THAT(lines(s.kernel.routes), Not(Contains("0.0.0.0/0 via 192.168.50.11 dev egw0 onlink "
-                                                   "table 7001 metric 0")));
+  EXPECT_THAT(nodeTableRoutes(s), ::testing::IsEmpty());
   auto self = topology("n1");
   self.leases.erase(self.leases.begin());
   EXPECT_TRUE(compute(self).held.empty());
@@ -179,7 +222,8 @@ TEST(DesiredState, ASlotIsHeldOnlyByTheNodeItNamesAndOnlyWhileThatAgentIsFresh) 
   EXPECT_THAT(onN1.kernel.nft.toString(), Not(HasSubstr("held")));
   EXPECT_THAT(lines(onN1.kernel.neighbours), Not(Contains("proxy 192.168.50.200 dev eth0")));
   EXPECT_THAT(lines(onN1.kernel.routes),
-              Contains("0.0.0.0/0 via 192.168.50.12 dev egw0 onlink table 7001 metric 0"));
+              Contains("0.0.0.0/0 via 192.168.50.12 dev egw0 onlink table " +
+                       tableOf(markOf(onN1, "192.168.50.200")) + " metric 0"));
   auto onN2 = v;
   onN2.self = "n2";
   EXPECT_EQ(compute(onN2).held, std::vector<ipam::Address>{ip("192.168.50.200")});
@@ -225,10 +269,13 @@ TEST(DesiredState, IPv6EgressThroughTheTunnelByLinkLocalNextHop) {
   auto s = compute(v);
   const auto n1Mac = tunnelMac(ip("192.168.50.11"));
   const auto nh = linkLocal(n1Mac).toString();
-  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv6 pref 100 fwmark 0x1/0xff lookup 7001"));
+  const uint32_t m = markOf(s, "fd00:50::200");
+  EXPECT_THAT(lines(s.kernel.rules), Contains(ruleOf("ipv6", m)));
+  EXPECT_THAT(lines(s.kernel.rules), Not(Contains(ruleOf("ipv4", m))));
   EXPECT_THAT(lines(s.kernel.routes),
-              Contains("::/0 via " + nh + " dev egw0 onlink table 7001 metric 1024"));
-  EXPECT_THAT(lines(s.kernel.routes), Contains("unreachable ::/0 table 7001 metric 4294967295"));
+              Contains("::/0 via " + nh + " dev egw0 onlink table " + tableOf(m) + " metric 1024"));
+  EXPECT_THAT(lines(s.kernel.routes),
+              Contains("unreachable ::/0 table " + tableOf(m) + " metric 4294967295"));
   EXPECT_THAT(lines(s.kernel.neighbours), Contains(nh + " dev egw0 lladdr " + macText(n1Mac)));
   auto holder = v;
   holder.self = "n1";
@@ -249,8 +296,10 @@ TEST(DesiredState, DualStackHolderHoldsOneOfEach) {
   EXPECT_EQ(s.held, (std::vector<ipam::Address>{ip("192.168.50.200"), ip("fd00:50::200")}));
   auto t = s.kernel.nft.toString();
   // Each family picks among its own egress IPs.
-  EXPECT_THAT(t, HasSubstr("nft default/web pick 10.244.3.2 mark 0x1\n"));
-  EXPECT_THAT(t, HasSubstr("nft default/web pick fd00:244:3::2 mark 0x2\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web pick 10.244.3.2 192.168.50.200\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web pick fd00:244:3::2 fd00:50::200\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web snat 10.244.3.2 192.168.50.200\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web snat fd00:244:3::2 fd00:50::200\n"));
 }
 
 TEST(DesiredState, PodKeepsItsEgressIPWhenAnotherLeavesTheLedger) {
@@ -295,7 +344,7 @@ TEST(DesiredState, OneOfTwoHoldersDeadEverySourcePicksTheLiveIP) {
     moved += before.at(src) != e ? 1 : 0;
   }
   EXPECT_GT(moved, 0);
-  EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("mark 0xfe\n")));
+  EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("refuse\n")));
   // The holder SNATs every one of them (it computes the same picks).
   auto holder = v;
   holder.self = "n1";
@@ -315,7 +364,7 @@ TEST(DesiredState, PolicyWithoutEgressIPsRefusesItsPods) {
   auto s = compute(v);
   const uint32_t refuse = s.kernel.nft.refuseMark;
   EXPECT_EQ(refuse, 0xfeU);
-  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0xfe\n"));
+  EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 refuse\n"));
   EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0xfe/0xff lookup 7254"));
   EXPECT_THAT(lines(s.kernel.routes),
               Contains("unreachable 0.0.0.0/0 table 7254 metric 4294967295"));
@@ -331,22 +380,29 @@ TEST(DesiredState, EgressIPInTwoPoliciesIsHeldByNeither) {
   other.sources = {{ip("10.244.3.9"), "n3"}};
   v.policies.push_back(other);
   auto s = compute(v);
-  ASSERT_EQ(s.problems.size(), 1U);
-  EXPECT_THAT(s.problems[0], HasSubstr("192.168.50.200"));
-  EXPECT_THAT(s.problems[0], HasSubstr("a/forged"));
-  EXPECT_THAT(s.problems[0], HasSubstr("default/web"));
+  // One problem for each of the two: both policies are told.
+  ASSERT_EQ(s.problems.size(), 2U);
+  EXPECT_THAT(s.problems[0].message, HasSubstr("192.168.50.200"));
+  EXPECT_THAT(s.problems[0].message, HasSubstr("a/forged"));
+  EXPECT_THAT(s.problems[0].message, HasSubstr("default/web"));
+  EXPECT_EQ(s.problems[0].kind, ProblemKind::kContestedAddress);
+  std::set<std::string> told;
+  for (const auto& p : s.problems) {
+    told.insert(p.uid + " " + p.key);
+  }
+  EXPECT_THAT(told, ElementsAre("uid-forged a/forged", v.policies[0].uid + " default/web"));
   EXPECT_TRUE(s.held.empty());
   EXPECT_THAT(lines(s.kernel.neighbours), Not(Contains("proxy 192.168.50.200 dev eth0")));
   const auto t = s.kernel.nft.toString();
   EXPECT_THAT(t, Not(HasSubstr("nft eip 192.168.50.200")));
-  EXPECT_THAT(t, HasSubstr("nft a/forged pick 10.244.3.9 mark 0xfe\n"));
-  EXPECT_THAT(t, HasSubstr("nft default/web pick 10.244.3.2 mark 0xfe\n"));
+  EXPECT_THAT(t, HasSubstr("nft a/forged pick 10.244.3.9 refuse\n"));
+  EXPECT_THAT(t, HasSubstr("nft default/web pick 10.244.3.2 refuse\n"));
   // The same key under another uid (a policy deleted and re-created) is another policy too.
   other.key = "default/web";
   v.policies[1] = other;
   s = compute(v);
   EXPECT_TRUE(s.held.empty());
-  EXPECT_EQ(s.problems.size(), 1U);
+  EXPECT_EQ(s.problems.size(), 2U);
 }
 
 TEST(DesiredState, EgressIPInTwoSlotsIsHeldByNeitherNode) {
@@ -355,7 +411,9 @@ TEST(DesiredState, EgressIPInTwoSlotsIsHeldByNeitherNode) {
   auto s = compute(v);
   EXPECT_TRUE(s.held.empty());
   ASSERT_EQ(s.problems.size(), 1U);
-  EXPECT_THAT(s.problems[0], HasSubstr("2 slots of default/web"));
+  EXPECT_THAT(s.problems[0].message, HasSubstr("2 slots of default/web"));
+  EXPECT_EQ(s.problems[0].kind, ProblemKind::kDuplicateSlot);
+  EXPECT_EQ(s.problems[0].key, "default/web");
   auto onN2 = v;
   onN2.self = "n2";
   EXPECT_TRUE(compute(onN2).held.empty());
@@ -365,22 +423,94 @@ TEST(DesiredState, MarksFollowTheConfiguredMask) {
   auto c = config();
   c.markMask = 0xff00;
   auto s = compute(topology("n3"), c);
-  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark 0x100/0xff00 lookup 7001"));
+  const uint32_t m = markOf(s, "192.168.50.200");
+  EXPECT_EQ(m & ~0xff00U, 0U);
+  EXPECT_GE(m, 0x100U);
+  EXPECT_LE(m, 0xfc00U);
+  EXPECT_THAT(lines(s.kernel.rules), Contains("ipv4 pref 100 fwmark " + hex(m) + "/0xff00 lookup " +
+                                              std::to_string(7000 + (m >> 8))));
   EXPECT_EQ(s.kernel.nft.replyMark, 0xff00U);
   EXPECT_EQ(s.kernel.nft.refuseMark, 0xfe00U);
+  EXPECT_EQ(s.kernel.nft.localMark, 0xfd00U);
 }
 
-TEST(DesiredState, MoreEgressIPsThanMarksAreReported) {
-  auto c = config();
-  c.markMask = 0x7;  // indices 1..5 for egress IPs, 6 refuse, 7 reply
+// Marks are per holder node, not per egress IP: 600 egress IPs on two holder nodes take two
+// marks, and each is routed (the limit of the mark design before was 253 egress IPs).
+TEST(DesiredState, SixHundredEgressIPsOnTwoNodesAreAllProgrammed) {
   auto v = topology("n3");
-  for (int i = 201; i < 210; ++i) {
-    v.policies[0].slots.push_back(
-        {{ip(("192.168.50." + std::to_string(i)).c_str())}, "n2", "", ""});
+  v.poolCIDRs = {cidr("198.18.0.0/15")};
+  v.policies.clear();
+  for (int i = 0; i < 600; ++i) {
+    PolicyView p;
+    p.key = "ns/p" + std::to_string(i);
+    p.uid = "uid-" + std::to_string(i);
+    const std::string e = "198.18." + std::to_string(i / 250) + "." + std::to_string(1 + i % 250);
+    p.slots = {{{ip(e.c_str())}, i % 2 == 0 ? "n1" : "n2", "", ""}};
+    p.destinations = {cidr("192.168.50.96/28")};
+    p.sources = {
+        {ip(("10.244." + std::to_string(3 + i / 250) + "." + std::to_string(1 + i % 250)).c_str()),
+         "n3"}};
+    v.policies.push_back(p);
   }
+  auto s = compute(v);
+  EXPECT_THAT(s.problems, ::testing::IsEmpty());
+  ASSERT_EQ(s.kernel.nft.egressIPs.size(), 600U);
+  std::set<uint32_t> marks;
+  for (const auto& e : s.kernel.nft.egressIPs) {
+    EXPECT_NE(e.mark, 0U) << e.ip.toString();
+    marks.insert(e.mark);
+  }
+  EXPECT_EQ(marks.size(), 2U);
+  EXPECT_EQ(s.kernel.rules.size(), 2U + 2U) << "refuse (2 families) and one per holder node";
+  for (const auto& p : s.kernel.nft.policies) {
+    ASSERT_EQ(p.picks[0].size(), 1U);
+    EXPECT_TRUE(p.picks[0][0].egressIP) << p.key;
+  }
+}
+
+// More holder nodes than the mask has values for: the egress IPs of the nodes left without a
+// mark are reported (per policy) and their sources refused; the others are programmed.
+TEST(DesiredState, MoreHolderNodesThanMarksAreReported) {
+  auto c = config();
+  c.markMask = 0x7;  // 1..4 for holder nodes, 5 local, 6 refuse, 7 reply
+  auto v = topology("n3");
+  v.poolCIDRs.push_back(cidr("198.18.0.0/24"));
+  for (int i = 4; i <= 9; ++i) {
+    NodeView n;
+    n.name = "n" + std::to_string(i);
+    n.ipv4 = ip(("192.168.50." + std::to_string(10 + i)).c_str());
+    n.addresses = {*n.ipv4};
+    v.nodes.push_back(n);
+    v.leases.push_back({n.name, true});
+    PolicyView p;
+    p.key = "ns/p" + std::to_string(i);
+    p.uid = "uid-p" + std::to_string(i);
+    p.slots = {{{ip(("198.18.0." + std::to_string(i)).c_str())}, n.name, "", ""}};
+    p.destinations = {cidr("192.168.50.96/28")};
+    p.sources = {{ip(("10.244.3." + std::to_string(100 + i)).c_str()), "n3"}};
+    v.policies.push_back(p);
+  }
+  // Holders: n1 and n4..n9, 7 nodes for 4 values.
   auto s = compute(v, c);
-  EXPECT_EQ(s.kernel.nft.egressIPs.size(), 5U);
-  EXPECT_EQ(s.problems.size(), 5U);
+  ASSERT_EQ(s.problems.size(), 3U);
+  int refused = 0;
+  for (const auto& p : s.problems) {
+    EXPECT_EQ(p.kind, ProblemKind::kNoMark);
+    EXPECT_THAT(p.message, HasSubstr("more nodes hold egress IPs than the mark mask has values"));
+  }
+  std::set<uint32_t> marks;
+  for (const auto& e : s.kernel.nft.egressIPs) {
+    if (e.mark != 0) {
+      marks.insert(e.mark);
+    }
+  }
+  EXPECT_EQ(marks.size(), 4U);
+  for (const auto& p : s.kernel.nft.policies) {
+    for (const auto& pick : p.picks[0]) {
+      refused += pick.egressIP ? 0 : 1;
+    }
+  }
+  EXPECT_EQ(refused, 3);
 }
 
 TEST(DesiredState, TunnelPeersAndDevice) {
@@ -450,8 +580,12 @@ TEST(NftJson, HolderSnatsToTheEgressIPAndTheDigestFollowsTheContent) {
   d.Parse(holder.json.c_str());
   ASSERT_FALSE(d.HasParseError());
   ASSERT_TRUE(d.HasMember("nftables"));
-  EXPECT_THAT(holder.json, HasSubstr(R"("snat":{"family":"ip","addr":"192.168.50.200"})"));
-  EXPECT_THAT(source.json, Not(HasSubstr(R"("addr":"192.168.50.200")")));
+  // The holder SNATs its policy's sources by the map from source to egress IP.
+  EXPECT_THAT(holder.json,
+              HasSubstr(R"("snat":{"family":"ip","addr":{"map":{"key":{"payload":{"protocol":"ip",)"
+                        R"("field":"saddr"}},"data":"@p0_snat4"}}})"));
+  EXPECT_THAT(holder.json, HasSubstr(R"(["10.244.3.2","192.168.50.200"])"));
+  EXPECT_THAT(source.json, Not(HasSubstr("snat4")));
   // Identity SNAT into the tunnel on every node: the CNI's MASQUERADE cannot claim it.
   EXPECT_THAT(
       source.json,
@@ -513,15 +647,16 @@ TEST(DesiredState, AnEgressIPTheClusterOwnsOrNoPoolHoldsIsRefused) {
     auto s = compute(v);
     EXPECT_TRUE(s.held.empty()) << c.ip;
     EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("nft eip " + std::string(c.ip)))) << c.ip;
-    EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 mark 0xfe\n"))
+    EXPECT_THAT(s.kernel.nft.toString(), HasSubstr("nft default/web pick 10.244.3.2 refuse\n"))
         << c.ip << ": its sources are refused";
     EXPECT_THAT(s.kernel.neighbours, ::testing::Each(::testing::Field(&Neighbour::proxy, false)))
         << c.ip;
     bool named = false;
     for (const auto& p : s.problems) {
-      named = named || (p.find(std::string("egress IP ") + c.ip +
-                               " of default/web refused: it is") != std::string::npos &&
-                        p.find(c.why) != std::string::npos);
+      named = named || (p.kind == ProblemKind::kRefusedAddress && p.key == "default/web" &&
+                        p.message.find(std::string("egress IP ") + c.ip +
+                                       " of default/web refused: it is") != std::string::npos &&
+                        p.message.find(c.why) != std::string::npos);
     }
     EXPECT_TRUE(named) << c.ip << " should be refused as " << c.why;
   }

@@ -59,7 +59,7 @@ int program(const std::string& node, ClusterView v) {
     for (const auto& e : want.held) {
       ASSERT_TRUE(a.announce("eth0", e).ok());
     }
-    changes = *l + *r + (*n ? 1 : 0);
+    changes = *l + *r + (n->kind == NftApplier::Change::Kind::kNone ? 0 : 1);
   });
   return changes;
 }
@@ -196,6 +196,43 @@ TEST_F(PacketsTest, BehindAPathMtuBlackholeTheMssClampStillFitsFullSizeWrites) {
     sh(std::string("ip netns exec ") + n + " iptables -D " + drop4 + " && ip netns exec " + n +
        " ip6tables -D " + drop6);
   }
+}
+
+// The moment between the nft table and the routing rules: the agent applies them one after the
+// other, and when a node starts holding, its sources' chains set its mark before the rule that
+// routes that mark exists (and when it stops, the rule may go first). Without the rule the main
+// table would route the packet out of the uplink, and the CNI's MASQUERADE would send it with
+// the node's address. The guard drops it: here n3 gets the table of a view where n2 holds the
+// address, without the rules of that view.
+TEST_F(PacketsTest, APacketMarkedForAHolderWithoutItsRoutingRuleIsDroppedNotSentAsTheNode) {
+  auto moved = cluster();
+  moved.policies[0].slots[0].node = "n2";
+  moved.self = "n3";
+  const auto want = testing::desiredOf(moved);
+  RoutingApplier routing;
+  inNetns("n3", [&] {
+    auto n = NftApplier().apply(want.kernel.nft);
+    ASSERT_TRUE(n.ok()) << n.error();
+    // The rules of the view n3 had: the refusal's only (n1's mark routes through n1's table, and
+    // n2's mark, which the table now sets, through none).
+    auto rules = routing.readRules();
+    ASSERT_TRUE(rules.ok());
+    for (const auto& r : *rules) {
+      EXPECT_NE(r.mark, want.kernel.nft.egressIPs.at(0).mark) << r.toString();
+    }
+  });
+  sh(": > /tmp/egw-echo-peers.log");
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("error:"));
+  EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("error:"));
+  const auto seen = output("cat /tmp/egw-echo-peers.log");
+  EXPECT_THAT(seen, Not(HasSubstr("192.168.50.13"))) << seen;
+  EXPECT_THAT(seen, Not(HasSubstr("fd00:50::13"))) << seen;
+  EXPECT_THAT(seen, Not(HasSubstr("10.244."))) << seen;
+  // Its rules come: through n2.
+  programAll(moved);
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
+  programAll(cluster());
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
 }
 
 TEST_F(PacketsTest, ANodeThatNoLongerHoldsTheIPDropsTunnelTrafficRatherThanSendItAsItself) {
@@ -383,6 +420,67 @@ TEST_F(PacketsTest, ARestartedAgentChangesNothingAndAnOpenConnectionLosesNoLine)
 // and SNATs to them; once the fence's timeout passes, with nobody refreshing it, it answers
 // neither and SNATs nothing (the proxy entries and SNAT rules are still there). Last in the
 // suite: it leaves n1 fenced until it removes the fence.
+// More egress IPs than the mark mask has values (the limit of marks per egress IP): 600
+// policies with an egress IP each, held by n1 and n2 in turn. Every node programs all of them
+// (one mark per holder node), and pods of the first, a middle and the last policy leave with
+// their own policy's address: through the tunnel to n1, to n2, and from a pod on the holder.
+TEST_F(PacketsTest, SixHundredEgressIPsAreAllProgrammedAndEachPolicyLeavesWithItsOwn) {
+  auto v = cluster();
+  v.poolCIDRs.push_back(*ipam::parseCIDR("198.18.0.0/16"));
+  v.policies.clear();
+  auto egressIP = [](int i) {
+    return "198.18." + std::to_string(i / 250) + "." + std::to_string(1 + i % 250);
+  };
+  for (int i = 0; i < 600; ++i) {
+    PolicyView p;
+    p.key = "ns/p" + std::to_string(1000 + i);
+    p.uid = "uid-" + std::to_string(i);
+    p.slots = {{{ip(egressIP(i).c_str())}, i % 2 == 0 ? "n1" : "n2", "", ""}};
+    p.destinations = {*ipam::parseCIDR("192.168.50.100/32")};
+    // A source that exists in the topology for three of them; an address no pod has for the
+    // rest (their map elements are programmed all the same).
+    SourceView src{
+        ip(("10.245." + std::to_string(i / 250) + "." + std::to_string(1 + i % 250)).c_str()),
+        "n3"};
+    if (i == 0) {
+      src = {ip("10.244.3.2"), "n3"};  // p3 -> n1
+    } else if (i == 299) {
+      src = {ip("10.244.3.3"), "n3"};  // p3b -> n2
+    } else if (i == 599) {
+      src = {ip("10.244.2.2"), "n2"};  // p2, on its holder n2
+    }
+    p.sources = {src};
+    v.policies.push_back(p);
+  }
+  v.self = "n3";
+  auto want = testing::desiredOf(v);
+  EXPECT_THAT(want.problems, ::testing::IsEmpty());
+  ASSERT_EQ(want.kernel.nft.egressIPs.size(), 600U);
+  // The external server reaches the egress IPs on its segment (the holders answer ARP for them).
+  sh("ip -n ext route add 198.18.0.0/22 dev eth0");
+  programAll(v);
+  for (const char* n : {"n1", "n2", "n3"}) {
+    inNetns(n, [&] {
+      auto listing = NftApplier().list("egw");
+      ASSERT_TRUE(listing.ok()) << listing.error();
+      size_t chains = 0;
+      for (size_t at = listing->find("\"name\": \"eip_"); at != std::string::npos;
+           at = listing->find("\"name\": \"eip_", at + 1)) {
+        ++chains;
+      }
+      EXPECT_EQ(chains, 600U) << n << ": a chain for every egress IP";
+    });
+  }
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith(egressIP(0) + ":"));
+  EXPECT_THAT(connect("p3b", "192.168.50.100"), StartsWith(egressIP(299) + ":"));
+  EXPECT_THAT(connect("p2", "192.168.50.100"), StartsWith(egressIP(599) + ":"));
+  // p1 is selected by none of them: its node's address.
+  EXPECT_THAT(connect("p1", "192.168.50.100"), StartsWith("192.168.50.11:"));
+  sh("ip -n ext route del 198.18.0.0/22 dev eth0");
+  programAll(cluster());
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("192.168.50.200:"));
+}
+
 TEST_F(PacketsTest, ZzAnExpiredFenceStopsProxyAnswersAndTheSnatWithNoAgentLeft) {
   auto v = cluster();
   v.self = "n1";

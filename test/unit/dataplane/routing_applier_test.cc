@@ -79,7 +79,9 @@ TEST_F(RoutingApplierTest, TakeoverAndFailClosedChangeOnlyTheDifference) {
   auto source = desired("n3");
   auto first = rt.apply(source.kernel.rules, source.kernel.routes);
   ASSERT_TRUE(first.ok()) << first.error();
-  // The holder's Lease goes stale: only the via routes go, the unreachable ones stay.
+  // The holder's Lease goes stale: the table of its mark goes, its rules (IPv4 and IPv6) and
+  // routes (unreachable and via, each family), and nothing else: 6. (Its sources' picks turn to
+  // the refuse mark in the nft table.)
   auto v = testing::dualStackTopology("n3");
   testing::setLive(v, "n1", false);
   DataplaneConfig c;
@@ -87,14 +89,14 @@ TEST_F(RoutingApplierTest, TakeoverAndFailClosedChangeOnlyTheDifference) {
   auto closed = *computeDesiredState(v, c);
   auto changes = rt.apply(closed.kernel.rules, closed.kernel.routes);
   ASSERT_TRUE(changes.ok()) << changes.error();
-  EXPECT_EQ(*changes, 2);  // the IPv4 and the IPv6 route via n1
+  EXPECT_EQ(*changes, 6);
   EXPECT_EQ(sorted(*rt.readRoutes()), sorted(closed.kernel.routes));
   auto programmed = rt.readRoutes();
   ASSERT_TRUE(programmed.ok());
   for (const auto& r : *programmed) {
-    if (r.table == 7001 || r.table == 7002) {
-      EXPECT_EQ(r.type, Route::Type::kUnreachable) << r.toString();
-    }
+    // Only the refusal is left: no route leads anywhere.
+    EXPECT_EQ(r.table, 7254U) << r.toString();
+    EXPECT_EQ(r.type, Route::Type::kUnreachable) << r.toString();
   }
   // This node takes the IPs over: rules for them go, host routes come.
   auto holder = desired("n1");
