@@ -2,8 +2,8 @@
 # `make bench`: starts a local control plane, seeds 10,000 pods, and runs the benchmarks in
 # test/bench against it; prints their numbers (informer: time to sync with and without gzip, RSS
 # and heap bytes per cached pod, events per second, heap allocations and bytes per watch event;
-# REST client; IPAM allocation rate and memory; the data plane's failover time and tunnel
-# throughput). Everything is torn down at the end.
+# REST client; IPAM allocation rate and memory; the data plane's core at 10k-100k source pods;
+# its failover time and tunnel throughput). Everything is torn down at the end.
 # Usage: hack/bench.sh [BUILD_DIR] [PODS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +54,8 @@ mkdir -p "$build/bench"
 /usr/bin/python3 hack/bench-chart.py docs/scale-curve.png "$build/bench/operator_bench.out"
 phase "IPAM: allocations per second and bytes per allocation (no cluster needed)"
 "$build/test/bench/ipam_bench"
+phase "the data plane's core at scale: a holder's state computed and its nft table programmed for 10k/50k/100k source pods (no cluster; a network namespace of its own)"
+"$build/test/bench/dataplane_bench" --sources 10000,50000,100000 --changes 100
 phase "the data plane: failover (median of 5) and one TCP stream through the tunnel against routed directly"
 # Its own control plane, operator and agents, in a private network and mount namespace (the test
 # binary re-executes itself under unshare -m -n); the figures are its "[ bench ]" and JSON lines.

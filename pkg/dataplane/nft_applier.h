@@ -1,7 +1,7 @@
 // File: nft_applier.h
 //
 // Puts egw-agent's nftables table into the kernel through libnftables' JSON API, in place: the
-// table's tag rule carries the digest of what was applied (nft_ruleset.h), so an applier, even a
+// table's tag element carries the digest of what was applied (nft_ruleset.h), so an applier, even a
 // fresh one after an agent restart, leaves the table alone when the desired digest is the
 // kernel's. A change in proportion to what changed: when the kernel still has what this applier
 // last applied and the new table has the same shape (nftShapeDigest: only map and set elements
@@ -20,6 +20,7 @@
 #include "pkg/base/result.h"
 #include "pkg/dataplane/fence.h"
 #include "pkg/dataplane/nft_ruleset.h"
+#include "pkg/dataplane/rtnetlink.h"
 
 struct nft_ctx;
 
@@ -44,7 +45,7 @@ class NftApplier {
   Result<Change, std::string> apply(const NftTable& table);
   // Removes the table; succeeds when there is none.
   Result<Ok, std::string> remove(const std::string& tableName);
-  // The digest in the kernel's table's tag rule; nullopt when the table or the tag is absent.
+  // The digest in the kernel's table's tag element; nullopt when the table or the tag is absent.
   std::optional<std::string> appliedDigest(const std::string& tableName);
   // `nft -j list table inet <name>`; an error when there is no such table.
   Result<std::string, std::string> list(const std::string& tableName);
@@ -58,15 +59,15 @@ class NftApplier {
 
  private:
   Result<std::string, std::string> run(const std::string& commands);
-  // The digest in the table's tag rule, and the rule's handle, from a listing of chain classify
-  // alone (the table's sets may hold a hundred thousand elements).
+  // The digest in the table's tag element, read through a netlink dump of set `tag` alone (the
+  // table's other sets may hold a hundred thousand elements).
   struct Tag {
     std::string digest;
-    uint64_t handle = 0;
   };
   std::optional<Tag> tag(const std::string& tableName);
 
   nft_ctx* ctx_;
+  Rtnetlink netfilter_;
   // What this applier last put in the kernel, and its digest and shape digest.
   struct Applied {
     NftTable table;

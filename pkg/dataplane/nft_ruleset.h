@@ -2,8 +2,8 @@
 //
 // egw-agent's nftables table (`inet egw`) as a value, and its libnftables JSON. The table is
 // owned whole: one transaction deletes and re-creates it (atomic, conntrack and NAT bindings
-// survive), and its first classify rule carries a digest of the body as a comment, so an agent
-// that restarts reads the digest back and leaves an unchanged table alone.
+// survive), and the one element of its set `tag` carries a digest of the rest as a comment, so an
+// agent that restarts reads the digest back and leaves an unchanged table alone.
 //
 //   classify  prerouting, dstnat+10 (after kube-proxy's DNAT): replies restore the reply mark
 //             (symmetric return through the tunnel) and stop; connections from the tunnel get the
@@ -126,6 +126,8 @@ struct NftJson {
 };
 
 NftJson renderNftJson(const NftTable& table);
+// renderNftJson(table).digest, without rendering the table a second time with its tag.
+std::string nftDigest(const NftTable& table);
 // The table's drop counters, by name.
 inline constexpr const char* kTunnelNotNode = "tunnel_not_node";
 inline constexpr const char* kTunnelFromPod = "tunnel_from_pod";
@@ -143,15 +145,14 @@ struct NftCount {
 std::string nftShapeDigest(const NftTable& table);
 
 // One transaction that turns table `from`, as the kernel has it, into `to` (of the same shape)
-// by deleting and adding elements, and rewrites the tag rule (handle `tagHandle` in chain
-// classify) with `to`'s digest. `elements` counts the elements deleted and added (a changed map
-// value is a deletion and an addition).
+// by deleting and adding elements, and rewrites the tag element with `to`'s digest. `elements`
+// counts the elements deleted and added (a changed map value is a deletion and an addition),
+// the tag's not included.
 struct NftDelta {
   std::string json;
   size_t elements = 0;
 };
-NftDelta renderNftDelta(const NftTable& from, const NftTable& to, uint64_t tagHandle,
-                        const std::string& digest);
+NftDelta renderNftDelta(const NftTable& from, const NftTable& to, const std::string& digest);
 
 // The chain the pick maps send a source of egress IP `ip` to.
 std::string egressIPChain(const ipam::Address& ip);
@@ -160,7 +161,9 @@ std::string egressCounter(const ipam::Address& ip);
 
 // The transaction that removes the table (and succeeds when there is none).
 std::string removeNftJson(const std::string& tableName);
-// The comment of the tag rule: "egw:" + digest.
+// The set whose one element's comment is the tag.
+inline constexpr const char* kTagSet = "tag";
+// The comment of the tag element: "egw:" + digest.
 std::string nftTag(const std::string& digest);
 
 }  // namespace egress::dataplane
