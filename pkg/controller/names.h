@@ -123,6 +123,9 @@ inline constexpr std::string_view kReasonAgentDisabled = "AgentDisabled";
 inline constexpr std::string_view kDataplaneProblemReasons[] = {
     "Unparsable", "InvalidSlice", "RefusedAddress", "ContestedAddress", "DuplicateSlot", "NoMark"};
 inline constexpr std::string_view kReasonDataplaneProblem = "DataplaneProblem";
+// The longest reported problem message the operator copies into a condition (the agent's own
+// bound, pkg/dataplane/problem.h).
+inline constexpr size_t kMaxProblemMessage = 200;
 
 // Event reasons beside the condition reasons above (a condition's Warning Event carries its
 // reason): a policy's addresses allocated, moved to another holder, released; a pool with no

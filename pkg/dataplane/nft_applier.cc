@@ -1,5 +1,6 @@
 #include "pkg/dataplane/nft_applier.h"
 
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -103,11 +104,18 @@ std::optional<NftApplier::Tag> NftApplier::tag(const std::string& tableName) {
   nfg->res_id = 0;
   mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, tableName.c_str());
   mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, kTagSet);
-  TagDump d{nftTag(""), std::nullopt};
-  if (!netfilter_.request(nlh, onElements, &d).ok() || !d.digest) {
-    return std::nullopt;
+  // A dump that another program's nft commit interrupts fails with EINTR: ask again, rather than
+  // take the table for absent and replace it whole.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    TagDump d{nftTag(""), std::nullopt};
+    if (netfilter_.request(nlh, onElements, &d).ok()) {
+      return d.digest ? std::optional<Tag>(Tag{*d.digest}) : std::nullopt;
+    }
+    if (netfilter_.lastErrno() != EINTR) {
+      break;
+    }
   }
-  return Tag{*d.digest};
+  return std::nullopt;
 }
 
 std::optional<std::string> NftApplier::appliedDigest(const std::string& tableName) {

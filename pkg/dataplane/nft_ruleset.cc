@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <set>
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -616,6 +617,24 @@ class Builder {
           held.push_back(eip.ip.toString());
         }
       }
+      // Its source is none of the egress IPs held here (all of them: none is).
+      auto notFromHeld = [&] {
+        if (held.empty()) {
+          return;
+        }
+        e_.match(
+            "!=", [&] { e_.payload(proto(f), "saddr"); },
+            [&] {
+              w_.StartObject();
+              w_.Key("set");
+              w_.StartArray();
+              for (const auto& ip : held) {
+                e_.str(ip);
+              }
+              w_.EndArray();
+              w_.EndObject();
+            });
+      };
       rule("guard", "", [&] {
         e_.match(
             "==", [&] { e_.meta("nfproto"); },
@@ -623,32 +642,48 @@ class Builder {
         ctDirection("original");
         ctMarkIs(t_.replyMark);
         e_.matchName("!=", "oifname", tun);
-        if (!held.empty()) {
-          e_.match(
-              "!=", [&] { e_.payload(proto(f), "saddr"); },
-              [&] {
-                w_.StartObject();
-                w_.Key("set");
-                w_.StartArray();
-                for (const auto& ip : held) {
-                  e_.str(ip);
-                }
-                w_.EndArray();
-                w_.EndObject();
-              });
-        }
+        notFromHeld();
+        e_.verdict("drop");
+      });
+      // A packet classified to an egress IP held here leaves with that address, whatever else
+      // happened to it: should its source miss the SNAT map (an element transaction committed
+      // between its prerouting and its postrouting), the CNI's MASQUERADE would have sent it with
+      // the node's address.
+      rule("guard", "", [&] {
+        e_.match(
+            "==", [&] { e_.meta("nfproto"); },
+            [&] { w_.String(f == ipam::Family::kIPv4 ? "ipv4" : "ipv6"); });
+        markIs(t_.localMark);
+        e_.matchName("!=", "oifname", tun);
+        notFromHeld();
         e_.verdict("drop");
       });
     }
-    // A packet marked for another node's egress IP leaves only through the tunnel. The rule that
-    // routes its mark and this table do not change in one transaction (a node that starts or
-    // stops holding gets its rule after, or loses it before, the chains that set its mark):
-    // in that moment the main table would send it out with the node's address. Dropped instead.
+    // A packet marked for another node's egress IP (or refused) leaves only through the tunnel
+    // (or not at all). The rule that routes its mark and this table do not change in one
+    // transaction (a node that starts holding gets its rule after the chains that set its mark;
+    // a fresh node gets the refusal's rule after the table): in that moment the main table would
+    // send it out with the node's address. Dropped instead. Only the marks this table sets: a
+    // value of the mask someone else uses is not ours to drop.
+    std::set<uint32_t> routedMarks{t_.refuseMark};
+    for (const auto& eip : t_.egressIPs) {
+      if (eip.mark != 0 && eip.mark != t_.localMark) {
+        routedMarks.insert(eip.mark);
+      }
+    }
     rule("guard", "", [&] {
-      auto markField = [&] { e_.masked([&] { e_.meta("mark"); }, mask); };
-      e_.match("!=", markField, [&] { w_.Uint(0); });
-      e_.match("!=", markField, [&] { w_.Uint(t_.localMark); });
-      e_.match("!=", markField, [&] { w_.Uint(t_.replyMark); });
+      e_.match(
+          "==", [&] { e_.masked([&] { e_.meta("mark"); }, mask); },
+          [&] {
+            w_.StartObject();
+            w_.Key("set");
+            w_.StartArray();
+            for (uint32_t m : routedMarks) {
+              w_.Uint(m);
+            }
+            w_.EndArray();
+            w_.EndObject();
+          });
       e_.matchName("!=", "oifname", tun);
       e_.verdict("drop");
     });

@@ -7,10 +7,11 @@
 // Programmed and Ready to False with the kind as the reason, so a policy is never Ready while a
 // node refuses to program it.
 //
-// The report is bounded: a Lease is written every 2 s and an object's annotations may not pass
-// 256 KiB. It carries one problem per policy, at most kMaxReportedPolicies of them, each message
-// cut at kMaxReportedMessage bytes. Past the cap, the policies left out are counted in a final
-// entry without a uid.
+// The report is small: the whole Lease is written at every renewal (2 s), and every agent
+// watches every agent's Lease. It carries one problem per policy, at most kMaxReportedPolicies
+// of them (the lowest uids), each message cut at kMaxReportedMessage bytes: about 15 KB at most.
+// Past the cap, the policies left out are counted in a final entry without a uid, and are not
+// told (the metric and the log still count them).
 #pragma once
 
 #include <cstddef>
@@ -23,8 +24,8 @@ namespace egress::dataplane {
 
 // The operator reads the same key (pkg/controller/names.h; dataplane_contract_test pins both).
 inline constexpr std::string_view kProblemsAnnotation = "egressgateway.dev/problems";
-inline constexpr size_t kMaxReportedPolicies = 200;
-inline constexpr size_t kMaxReportedMessage = 300;
+inline constexpr size_t kMaxReportedPolicies = 50;
+inline constexpr size_t kMaxReportedMessage = 200;
 
 enum class ProblemKind {
   kUnparsable,        // an address or CIDR in a slice does not parse: it is skipped

@@ -62,6 +62,12 @@ std::map<std::string, ReportedProblem> reportedProblems(const coordination::Leas
     }
     ReportedProblem p{text(item, "uid"), text(item, "policy"), text(item, "reason"),
                       text(item, "message")};
+    // The agent cuts its messages; a Lease anyone else wrote is held to the same bound, so a
+    // condition's message stays readable.
+    if (p.message.size() > kMaxProblemMessage) {
+      p.message.resize(kMaxProblemMessage);
+      p.message += "...";
+    }
     if (p.uid.empty()) {
       continue;
     }

@@ -586,6 +586,23 @@ TEST(NftJson, HolderSnatsToTheEgressIPAndTheDigestFollowsTheContent) {
                         R"("field":"saddr"}},"data":"@p0_snat4"}}})"));
   EXPECT_THAT(holder.json, HasSubstr(R"(["10.244.3.2","192.168.50.200"])"));
   EXPECT_THAT(source.json, Not(HasSubstr("snat4")));
+  // The guard drops what carries a mark this table sets for routing (n1's, the refusal's) and is
+  // not leaving through the tunnel; no other value of the mask, which is not ours to drop.
+  const uint32_t n1 = compute(topology("n3")).kernel.nft.egressIPs.at(0).mark;
+  ASSERT_LT(n1, 254U);
+  EXPECT_THAT(source.json, HasSubstr(R"({"match":{"op":"==","left":{"&":[{"meta":{"key":"mark"}},)"
+                                     R"(255]},"right":{"set":[)" +
+                                     std::to_string(n1) +
+                                     R"(,254]}}},{"match":{"op":"!=","left":)"
+                                     R"({"meta":{"key":"oifname"}},"right":)"
+                                     R"("egw0"}},{"drop":null}]})"));
+  // And on the holder, a packet classified to the address it holds leaves with that address.
+  EXPECT_THAT(holder.json,
+              HasSubstr(R"({"match":{"op":"==","left":{"&":[{"meta":{"key":"mark"}},255]},)"
+                        R"("right":253}},{"match":{"op":"!=","left":{"meta":{"key":"oifname"}},)"
+                        R"("right":"egw0"}},{"match":{"op":"!=","left":{"payload":{"protocol":)"
+                        R"("ip","field":"saddr"}},"right":{"set":["192.168.50.200"]}}},)"
+                        R"({"drop":null}]})"));
   // Identity SNAT into the tunnel on every node: the CNI's MASQUERADE cannot claim it.
   EXPECT_THAT(
       source.json,
