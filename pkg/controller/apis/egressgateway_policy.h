@@ -21,6 +21,7 @@
 #include "pkg/apis/policy/pod_disruption_budget.h"
 #include "pkg/apis/validation/field_error.h"
 #include "pkg/cache/undecodable.h"
+#include "pkg/controller/agentlease/agents.h"
 #include "pkg/ipam/allocator.h"
 
 namespace egress::controller {
@@ -91,13 +92,8 @@ struct EgressGatewayPolicyInfo {
   // still shows an older view: in use, as if the cache showed them.
   std::set<ipam::Address> viewInFlight;
   // What the live agents report they cannot program of this policy (by its uid), one per node,
-  // sorted by node: its Programmed and Ready say the first.
-  struct DataplaneProblem {
-    std::string node;
-    std::string reason;
-    std::string message;
-  };
-  std::vector<DataplaneProblem> dataplaneProblems;
+  // sorted by node (Agents::problemsOf): its Programmed and Ready say the first.
+  std::vector<NodeProblem> dataplaneProblems;
 };
 
 // The IPPoolProcessor's decision, which the later steps of the reconcile are handed: the ledger

@@ -149,10 +149,7 @@ net::awaitable<ReconcileResult> EgressGatewayController::reconcile(const std::st
     co_return ReconcileResult::done();
   }
   ipPool_.releaseFormerOwners(info);
-  for (auto& p : ctx_.agents.problemsOf(info.policy->metadata.uid, ctx_.clock.now())) {
-    info.dataplaneProblems.push_back(
-        {std::move(p.node), std::move(p.reason), std::move(p.message)});
-  }
+  info.dataplaneProblems = ctx_.agents.problemsOf(info.policy->metadata.uid, ctx_.clock.now());
   // The steps in order, each handed what the ones before decided; the info view stays as
   // gathered. Both status writes go through `writer`, the second carrying the version the
   // first returned.
