@@ -460,7 +460,25 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
     spdlog::info("egw-agent: uplink {} (MTU {})", options_.dataplane.uplink,
                  options_.dataplane.uplinkMtu);
   }
-  auto want = dataplane::computeDesiredState(v, options_.dataplane);
+  // The kernel's work runs on a thread of its own (kernel_): computing and programming a large
+  // state takes seconds (measured: 3.4 s for a first programming at 100,000 source pods), and
+  // the loop must go on renewing this agent's Lease meanwhile, or the agent would fence itself
+  // for being busy. The loop's state stays on the loop: the work reads the view this sync built,
+  // and the appliers and what they remember are used by this sync alone, which waits.
+  struct Applied {
+    Result<dataplane::DesiredState, std::string> want;
+    Result<int, std::string> changes = 0;
+  };
+  // By reference (this coroutine waits for it): with an init-capture that moved the view out of
+  // this coroutine's frame, g++ 12's build crashed freeing the view twice (seen in agent_e2e).
+  Applied done = co_await kernel_.run([this, &v] {
+    Applied out{dataplane::computeDesiredState(v, options_.dataplane)};
+    if (out.want && !options_.dryRun) {
+      out.changes = apply(*out.want);
+    }
+    return out;
+  });
+  auto& want = done.want;
   if (!want) {
     metrics_.syncFailed();
     co_return ReconcileResult::error(want.error());
@@ -469,8 +487,7 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
   warnAbout(problems);
   int changes = 0;
   if (!options_.dryRun) {
-    auto applied = apply(*want);
-    if (!applied) {
+    if (!done.changes) {
       // The kernel is somewhere between the two states: report only what was programmed before
       // and is still wanted, never an address that may not be (or no longer be) held.
       std::vector<ipam::Address> still;
@@ -481,26 +498,35 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
       }
       report({dataplane::programmedAnnotation(still), programmedSlices_, problemsReport_});
       metrics_.syncFailed();
-      co_return ReconcileResult::error(applied.error());
+      co_return ReconcileResult::error(done.changes.error());
     }
-    changes = *applied;
+    changes = *done.changes;
     // Fencing in the kernel (fence.h): what this node holds stays answerable and SNATed to only
-    // until this agent's own fence time, whether or not the agent still runs then.
+    // until this agent's own fence time, whether or not the agent still runs then. That time is
+    // read here, on the loop that renews (a renewal during the work above only moves it later),
+    // and the time left is taken on the kernel's thread, right before the transaction.
     dataplane::FenceState fence;
     fence.tunnel = options_.dataplane.tunnelDevice;
     for (const auto& e : want->kernel.nft.egressIPs) {
       fence.known.push_back(e.ip);
     }
     fence.held = want->held;
-    const auto fenceNow = clock().now();
-    if (auto until = renewer_.freshUntil(); until && *until > fenceNow) {
-      fence.remaining = std::chrono::duration_cast<std::chrono::milliseconds>(*until - fenceNow);
-    }
-    if (auto fenced = nft_->applyFence(fence); !fenced) {
+    const auto until = renewer_.freshUntil();
+    auto fenced = co_await kernel_.run([this, &fence, &want, until]() -> Result<Ok, std::string> {
+      const auto fenceNow = clock().now();
+      if (until && *until > fenceNow) {
+        fence.remaining = std::chrono::duration_cast<std::chrono::milliseconds>(*until - fenceNow);
+      }
+      if (auto r = nft_->applyFence(fence); !r) {
+        return r;
+      }
+      announce(*want, clock().now());
+      return Ok{};
+    });
+    if (!fenced) {
       metrics_.syncFailed();
       co_return ReconcileResult::error(fenced.error());
     }
-    announce(*want, clock().now());
   }
   if (changes > 0) {
     spdlog::info("egw-agent: {} kernel changes; {} policies, {} egress IPs held", changes,

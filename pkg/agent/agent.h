@@ -10,7 +10,8 @@
 // agent's own freshness runs out (fencing must not wait for the next tick). Peers' liveness is
 // when this process observed their Leases change (ObservedLeases, monotonic clock), its own is
 // when its last successful renewal started (LeaseRenewer): no wall clocks are compared. A sync
-// turns the caches into a ClusterView, computes the desired kernel state (pkg/dataplane),
+// turns the caches into a ClusterView and, on a thread of its own (the loop keeps renewing the
+// Lease meanwhile), computes the desired kernel state (pkg/dataplane),
 // applies it with the appliers (links, sysctls, rules and routes, nftables), refreshes the
 // kernel-side fence of what it holds (fence.h: it times out at this agent's own fence time unless
 // a later sync refreshes it, so a killed or hung agent stops answering on time), then announces
@@ -47,6 +48,7 @@
 #include "pkg/apis/coordination/lease.h"
 #include "pkg/apis/core/node.h"
 #include "pkg/apis/networking/v1alpha1/types.h"
+#include "pkg/base/worker_thread.h"
 #include "pkg/cache/shared_informer.h"
 #include "pkg/controllerruntime/controller.h"
 #include "pkg/dataplane/announcer.h"
@@ -173,6 +175,9 @@ class Agent : public controllerruntime::Controller {
   // The slices' resourceVersion of the last sync that programmed the kernel in full: a failed
   // apply reports the one before it, since what the failed one withdrew may still be answered.
   std::string programmedSlices_;
+  // Where the syncs compute and program the kernel, off the loop. Last: destroyed first, so the
+  // piece in flight ends while everything it uses still exists.
+  WorkerThread kernel_;
 };
 
 // The device that has `ip` (getifaddrs), or "".

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include <openssl/sha.h>
 
@@ -50,12 +51,22 @@ std::vector<Prefix> outermost(std::vector<Prefix> list) {
   return out;
 }
 
+// In the order of their text, once each (the text made once per element, not per comparison).
 template <typename T>
 void sortUnique(std::vector<T>& v) {
-  std::sort(v.begin(), v.end(), [](const T& a, const T& b) { return a.toString() < b.toString(); });
-  v.erase(std::unique(v.begin(), v.end(),
-                      [](const T& a, const T& b) { return a.toString() == b.toString(); }),
-          v.end());
+  std::vector<std::pair<std::string, T>> keyed;
+  keyed.reserve(v.size());
+  for (auto& x : v) {
+    keyed.emplace_back(x.toString(), std::move(x));
+  }
+  std::sort(keyed.begin(), keyed.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  v.clear();
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    if (i == 0 || keyed[i].first != keyed[i - 1].first) {
+      v.push_back(std::move(keyed[i].second));
+    }
+  }
 }
 
 struct Peer {
@@ -116,6 +127,11 @@ class Computer {
   }
 
   void validEgressIPs() {
+    for (const auto& n : view_.nodes) {
+      for (const auto& a : n.addresses) {
+        nodeAddresses_.emplace(a, n.name);
+      }
+    }
     const uint32_t shift = static_cast<uint32_t>(std::countr_zero(config_.markMask));
     maxIndex_ = config_.markMask >> shift;
     replyMark_ = markValue(config_.markMask, maxIndex_);
@@ -228,10 +244,10 @@ class Computer {
     if (auto special = ipam::specialUse(e)) {
       return ipam::specialUsePhrase(*special);
     }
+    if (auto node = nodeAddresses_.find(e); node != nodeAddresses_.end()) {
+      return "node " + node->second + "'s address";
+    }
     for (const auto& n : view_.nodes) {
-      if (std::find(n.addresses.begin(), n.addresses.end(), e) != n.addresses.end()) {
-        return "node " + n.name + "'s address";
-      }
       for (const auto& p : n.podCIDRs) {
         if (contains(p, e)) {
           return "in node " + n.name + "'s pod CIDR " + p.toString();
@@ -378,12 +394,10 @@ class Computer {
         }
       }
     }
-    std::set<std::pair<std::string, Address>> seenSources;
     for (const auto& p : view_.policies) {
       for (const auto& src : p.sources) {
         auto peer = peers_.find(src.node);
-        if (src.node == view_.self || peer == peers_.end() ||
-            !seenSources.emplace(src.node, src.ip).second) {
+        if (src.node == view_.self || peer == peers_.end()) {
           continue;
         }
         t.tunnelSources[idx(src.ip.family)].push_back({peer->second.mac, src.ip});
@@ -393,10 +407,12 @@ class Computer {
       std::sort(list.begin(), list.end());
       list.erase(std::unique(list.begin(), list.end()), list.end());
     }
+    // A pod in two policies is one element.
     for (auto& list : t.tunnelSources) {
       std::sort(list.begin(), list.end(), [](const NftTunnelSource& a, const NftTunnelSource& b) {
         return std::tie(a.ip, a.mac) < std::tie(b.ip, b.mac);
       });
+      list.erase(std::unique(list.begin(), list.end()), list.end());
     }
     std::vector<const PolicyView*> sorted;
     for (const auto& p : view_.policies) {
@@ -533,7 +549,10 @@ class Computer {
   const DataplaneConfig& config_;
   DesiredState out_;
   Family underlayFamily_ = Family::kIPv4;
-  std::map<std::string, Peer> peers_;
+  // By name, looked up once per source pod.
+  std::unordered_map<std::string, Peer> peers_;
+  // Every node's addresses, and whose (the first node in the view's order).
+  std::map<Address, std::string> nodeAddresses_;
   std::set<std::string> live_;
   struct Claim {
     std::map<std::string, std::string> keyByUID;

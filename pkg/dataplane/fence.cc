@@ -29,6 +29,20 @@ std::string elements(const std::vector<ipam::Address>& list, ipam::Family family
   return out.empty() ? out : out + " }";
 }
 
+// Replaces set `set`'s elements with those of `list` of family `f`, as `text` writes them, each
+// followed by `suffix`.
+template <typename Text>
+void fill(std::string& out, const std::string& family, const std::string& set,
+          const std::vector<ipam::Address>& list, ipam::Family f, Text text,
+          const std::string& suffix) {
+  const std::string prefix = family + " " + kFenceTable + " " + set;
+  out += "flush set " + prefix + "\n";
+  const std::string e = elements(list, f, text, suffix);
+  if (!e.empty()) {
+    out += "add element " + prefix + " " + e + "\n";
+  }
+}
+
 }  // namespace
 
 std::string renderFence(const FenceState& s) {
@@ -36,10 +50,6 @@ std::string renderFence(const FenceState& s) {
   const auto plain = [](const ipam::Address& a) { return a.toString(); };
   const auto v4 = ipam::Family::kIPv4;
   const auto v6 = ipam::Family::kIPv6;
-  const std::string timeout =
-      s.remaining.count() > 0 ? " timeout " + std::to_string(s.remaining.count()) + "ms" : "";
-  std::vector<ipam::Address> held = s.remaining.count() > 0 ? s.held : std::vector<ipam::Address>{};
-
   std::string out;
   auto line = [&](const std::string& l) { out += l + "\n"; };
   line("add table inet " + t);
@@ -75,23 +85,25 @@ std::string renderFence(const FenceState& s) {
        " out arp operation reply arp saddr ip @known arp saddr ip != @held "
        "counter name \"fenced\" drop");
 
-  auto fill = [&](const std::string& family, const std::string& set,
-                  const std::vector<ipam::Address>& list, ipam::Family f, auto text,
-                  const std::string& suffix) {
-    line("flush set " + family + " " + t + " " + set);
-    const std::string e = elements(list, f, text, suffix);
-    if (!e.empty()) {
-      line("add element " + family + " " + t + " " + set + " " + e);
-    }
-  };
-  fill("inet", "known4", s.known, v4, plain, "");
-  fill("inet", "known6", s.known, v6, plain, "");
-  fill("inet", "knownnd", s.known, v6, rawIPv6, "");
-  fill("arp", "known", s.known, v4, plain, "");
-  fill("inet", "held4", held, v4, plain, timeout);
-  fill("inet", "held6", held, v6, plain, timeout);
-  fill("inet", "heldnd", held, v6, rawIPv6, timeout);
-  fill("arp", "held", held, v4, plain, timeout);
+  fill(out, "inet", "known4", s.known, v4, plain, "");
+  fill(out, "inet", "known6", s.known, v6, plain, "");
+  fill(out, "inet", "knownnd", s.known, v6, rawIPv6, "");
+  fill(out, "arp", "known", s.known, v4, plain, "");
+  return out + renderFenceHeld(s);
+}
+
+std::string renderFenceHeld(const FenceState& s) {
+  const auto plain = [](const ipam::Address& a) { return a.toString(); };
+  const auto v4 = ipam::Family::kIPv4;
+  const auto v6 = ipam::Family::kIPv6;
+  const std::string timeout =
+      s.remaining.count() > 0 ? " timeout " + std::to_string(s.remaining.count()) + "ms" : "";
+  std::vector<ipam::Address> held = s.remaining.count() > 0 ? s.held : std::vector<ipam::Address>{};
+  std::string out;
+  fill(out, "inet", "held4", held, v4, plain, timeout);
+  fill(out, "inet", "held6", held, v6, plain, timeout);
+  fill(out, "inet", "heldnd", held, v6, rawIPv6, timeout);
+  fill(out, "arp", "held", held, v4, plain, timeout);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pkg/base/result.h"
 #include "pkg/dataplane/fence.h"
@@ -50,7 +51,8 @@ class NftApplier {
   // `nft -j list table inet <name>`; an error when there is no such table.
   Result<std::string, std::string> list(const std::string& tableName);
   // The fence tables (fence.h) as `state` says: their rules, the known egress IPs, the held ones
-  // timing out after state.remaining. One transaction; run it on every sync that holds.
+  // timing out after state.remaining. One transaction; run it on every sync that holds. Where
+  // this applier wrote the same rules and known sets before, only the held elements.
   Result<Ok, std::string> applyFence(const FenceState& state);
   // Removes the fence tables; succeeds when there are none.
   Result<Ok, std::string> removeFence();
@@ -75,6 +77,15 @@ class NftApplier {
     std::string shape;
   };
   std::optional<Applied> applied_;
+  // What the last full fence transaction wrote, and how many refreshes of the held elements alone
+  // followed it.
+  static constexpr int kFenceRewriteEvery = 60;
+  struct Fence {
+    std::string tunnel;
+    std::vector<ipam::Address> known;
+    int refreshes = 0;
+  };
+  std::optional<Fence> fence_;
 };
 
 }  // namespace egress::dataplane

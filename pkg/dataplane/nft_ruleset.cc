@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -820,11 +821,6 @@ std::string document(const NftTable& t, bool replace, const std::string& tag, bo
   return {buf.GetString(), buf.GetSize()};
 }
 
-// A map or set's elements, by key, each with its value (none for a set), as JSON.
-struct Elements {
-  std::map<std::string, std::string> valueByKey;  // key JSON -> value JSON ("" for a set)
-};
-
 std::string jsonOf(const std::function<void(Writer&)>& write) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
@@ -868,32 +864,46 @@ class DeltaWriter {
  public:
   explicit DeltaWriter(const std::string& table) : table_(table) {}
 
-  void diff(const std::string& name, const Elements& from, const Elements& to) {
-    std::vector<std::string> deleted;
-    std::vector<std::pair<std::string, std::string>> added;
-    for (const auto& [key, value] : from.valueByKey) {
-      auto it = to.valueByKey.find(key);
-      if (it == to.valueByKey.end() || it->second != value) {
-        deleted.push_back(key);
-      }
-    }
-    for (const auto& [key, value] : to.valueByKey) {
-      auto it = from.valueByKey.find(key);
-      if (it == from.valueByKey.end() || it->second != value) {
-        added.emplace_back(key, value);
+  // `keyLess` orders elements by their key in the kernel (for a set: the element). Only what
+  // differs turns into JSON: the lists are walked side by side in that order, so a change to
+  // one element of a hundred thousand costs a comparison per element, not a string.
+  template <typename T, typename Less, typename KeyJson, typename ValueJson>
+  void diff(const std::string& name, const std::vector<T>& from, const std::vector<T>& to,
+            Less keyLess, KeyJson keyJson, ValueJson valueJson) {
+    const auto a = sorted(from, keyLess);
+    const auto b = sorted(to, keyLess);
+    std::vector<const T*> deleted;
+    std::vector<const T*> added;
+    size_t i = 0;
+    size_t j = 0;
+    while (i < a.size() || j < b.size()) {
+      if (j == b.size() || (i < a.size() && keyLess(*a[i], *b[j]))) {
+        deleted.push_back(a[i++]);
+      } else if (i == a.size() || keyLess(*b[j], *a[i])) {
+        added.push_back(b[j++]);
+      } else {
+        // The same key: a changed value is a deletion and an addition.
+        if (!(*a[i] == *b[j])) {
+          deleted.push_back(a[i]);
+          added.push_back(b[j]);
+        }
+        ++i;
+        ++j;
       }
     }
     if (!deleted.empty()) {
       std::string elems;
-      for (const auto& k : deleted) {
-        elems += (elems.empty() ? "" : ",") + k;
+      for (const T* x : deleted) {
+        elems += (elems.empty() ? "" : ",") + keyJson(*x);
       }
       deletes_.push_back(command("delete", name, elems));
     }
     if (!added.empty()) {
       std::string elems;
-      for (const auto& [k, v] : added) {
-        elems += (elems.empty() ? "" : ",") + (v.empty() ? k : "[" + k + "," + v + "]");
+      for (const T* x : added) {
+        const std::string v = valueJson(*x);
+        elems += (elems.empty() ? "" : ",") +
+                 (v.empty() ? keyJson(*x) : "[" + keyJson(*x) + "," + v + "]");
       }
       adds_.push_back(command("add", name, elems));
     }
@@ -916,6 +926,22 @@ class DeltaWriter {
   }
 
  private:
+  // The list in `less` order (desired_state.h makes them so already; anything else is sorted
+  // here rather than diffed wrong).
+  template <typename T, typename Less>
+  static std::vector<const T*> sorted(const std::vector<T>& list, Less less) {
+    std::vector<const T*> out;
+    out.reserve(list.size());
+    for (const auto& x : list) {
+      out.push_back(&x);
+    }
+    auto byKey = [&](const T* x, const T* y) { return less(*x, *y); };
+    if (!std::is_sorted(out.begin(), out.end(), byKey)) {
+      std::stable_sort(out.begin(), out.end(), byKey);
+    }
+    return out;
+  }
+
   std::string command(const char* verb, const std::string& name, const std::string& elems) const {
     return std::string(R"({")") + verb + R"(":{"element":{"family":"inet","table":)" +
            quoted(table_) + R"(,"name":)" + quoted(name) + R"(,"elem":[)" + elems + "]}}}";
@@ -927,77 +953,157 @@ class DeltaWriter {
   size_t count_ = 0;
 };
 
-Elements pickElements(const std::vector<NftPick>& picks) {
-  Elements e;
-  for (const auto& p : picks) {
-    e.valueByKey[quoted(p.source.toString())] = gotoJson(pickChain(p));
-  }
-  return e;
+template <typename T>
+bool sourceLess(const T& a, const T& b) {
+  return a.source < b.source;
+}
+bool tunnelSourceLess(const NftTunnelSource& a, const NftTunnelSource& b) {
+  return std::tie(a.ip, a.mac) < std::tie(b.ip, b.mac);
+}
+std::string addressJson(const ipam::Address& a) {
+  return quoted(a.toString());
+}
+template <typename T>
+std::string noValue(const T& /*element*/) {
+  return "";
 }
 
-Elements snatElements(const std::vector<NftSnat>& snat) {
-  Elements e;
-  for (const auto& m : snat) {
-    e.valueByKey[quoted(m.source.toString())] = quoted(m.egressIP.toString());
+// A 64-bit hash of words, the same on every machine: FNV-1a's step on whole words, and
+// splitmix64's finaliser for the result.
+class WordHash {
+ public:
+  void add(uint64_t w) { h_ = (h_ ^ w) * 1099511628211ULL; }
+  void add(const ipam::Address& a) {
+    add(static_cast<uint64_t>(a.family));
+    add(static_cast<uint64_t>(a.value >> 64));
+    add(static_cast<uint64_t>(a.value));
   }
-  return e;
-}
+  uint64_t value() const {
+    uint64_t z = h_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
 
-Elements tunnelSourceElements(const std::vector<NftTunnelSource>& sources) {
-  Elements e;
-  for (const auto& src : sources) {
-    e.valueByKey[concatJson(src)] = "";
-  }
-  return e;
-}
+ private:
+  uint64_t h_ = 14695981039346656037ULL;
+};
 
-Elements addressElements(const std::vector<ipam::Address>& addresses) {
-  Elements e;
-  for (const auto& a : addresses) {
-    e.valueByKey[quoted(a.toString())] = "";
+// Every element nftShapeDigest leaves out, in order, each list behind its place and length (an
+// element moved from one map to the next changes the hash).
+uint64_t elementsHash(const NftTable& t) {
+  WordHash h;
+  for (const auto& p : t.policies) {
+    for (size_t i = 0; i < 2; ++i) {
+      h.add(p.picks[i].size());
+      for (const auto& pick : p.picks[i]) {
+        h.add(pick.source);
+        h.add(pick.egressIP ? 1 : 0);
+        if (pick.egressIP) {
+          h.add(*pick.egressIP);
+        }
+      }
+      h.add(p.snat[i].size());
+      for (const auto& m : p.snat[i]) {
+        h.add(m.source);
+        h.add(m.egressIP);
+      }
+    }
   }
-  return e;
+  for (size_t i = 0; i < 2; ++i) {
+    h.add(t.tunnelSources[i].size());
+    for (const auto& src : t.tunnelSources[i]) {
+      uint64_t mac = 0;
+      for (uint8_t byte : src.mac) {
+        mac = (mac << 8) | byte;
+      }
+      h.add(mac);
+      h.add(src.ip);
+    }
+    h.add(t.nodes[i].size());
+    for (const auto& a : t.nodes[i]) {
+      h.add(a);
+    }
+  }
+  return h.value();
 }
 
 }  // namespace
 
 std::string nftShapeDigest(const NftTable& table) {
-  NftTable shape = table;
-  // A map's presence (and its rules) follows whether it has elements: one placeholder keeps
-  // that, whatever the elements are.
-  for (auto& p : shape.policies) {
-    for (auto& picks : p.picks) {
-      if (!picks.empty()) {
-        picks = {NftPick{}};
+  NftTable shape;
+  // Everything but the elements, without copying them: a map's presence (and its rules) follows
+  // whether it has elements, which one placeholder keeps.
+  shape.name = table.name;
+  shape.tunnel = table.tunnel;
+  shape.markMask = table.markMask;
+  shape.replyMark = table.replyMark;
+  shape.refuseMark = table.refuseMark;
+  shape.localMark = table.localMark;
+  shape.symmetricReply = table.symmetricReply;
+  shape.egressIPs = table.egressIPs;
+  shape.inCluster = table.inCluster;
+  shape.tunnelPort = table.tunnelPort;
+  shape.policies.reserve(table.policies.size());
+  for (const auto& p : table.policies) {
+    NftPolicy s;
+    s.key = p.key;
+    s.destinations = p.destinations;
+    s.excluded = p.excluded;
+    for (size_t i = 0; i < 2; ++i) {
+      if (!p.picks[i].empty()) {
+        s.picks[i] = {NftPick{}};
+      }
+      if (!p.snat[i].empty()) {
+        s.snat[i] = {NftSnat{}};
       }
     }
-    for (auto& snat : p.snat) {
-      if (!snat.empty()) {
-        snat = {NftSnat{}};
-      }
-    }
-  }
-  for (auto& list : shape.tunnelSources) {
-    list.clear();
-  }
-  for (auto& list : shape.nodes) {
-    list.clear();
+    shape.policies.push_back(std::move(s));
   }
   return hex64(fnv1a(document(shape, true, "", true)));
 }
 
+bool nftSameShape(const NftTable& a, const NftTable& b) {
+  if (a.name != b.name || a.tunnel != b.tunnel || a.markMask != b.markMask ||
+      a.replyMark != b.replyMark || a.refuseMark != b.refuseMark || a.localMark != b.localMark ||
+      a.symmetricReply != b.symmetricReply || a.egressIPs != b.egressIPs ||
+      a.inCluster != b.inCluster || a.tunnelPort != b.tunnelPort ||
+      a.policies.size() != b.policies.size()) {
+    return false;
+  }
+  for (size_t n = 0; n < a.policies.size(); ++n) {
+    const auto& p = a.policies[n];
+    const auto& q = b.policies[n];
+    if (p.key != q.key || p.destinations != q.destinations || p.excluded != q.excluded) {
+      return false;
+    }
+    for (size_t i = 0; i < 2; ++i) {
+      if (p.picks[i].empty() != q.picks[i].empty() || p.snat[i].empty() != q.snat[i].empty()) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 NftDelta renderNftDelta(const NftTable& from, const NftTable& to, const std::string& digest) {
   DeltaWriter d(to.name);
+  auto tunnelSourceJson = [](const NftTunnelSource& s) { return concatJson(s); };
+  auto pickKey = [](const NftPick& p) { return addressJson(p.source); };
+  auto pickValue = [](const NftPick& p) { return gotoJson(pickChain(p)); };
+  auto snatKey = [](const NftSnat& m) { return addressJson(m.source); };
+  auto snatValue = [](const NftSnat& m) { return addressJson(m.egressIP); };
+  auto addressLess = [](const ipam::Address& a, const ipam::Address& b) { return a < b; };
   for (auto f : {ipam::Family::kIPv4, ipam::Family::kIPv6}) {
     const auto i = static_cast<size_t>(f);
     // Only what differs is looked at element by element: a pod change touches one policy.
     if (from.tunnelSources[i] != to.tunnelSources[i]) {
-      d.diff(std::string("tunsrc") + suffix(f), tunnelSourceElements(from.tunnelSources[i]),
-             tunnelSourceElements(to.tunnelSources[i]));
+      d.diff(std::string("tunsrc") + suffix(f), from.tunnelSources[i], to.tunnelSources[i],
+             tunnelSourceLess, tunnelSourceJson, noValue<NftTunnelSource>);
     }
     if (from.nodes[i] != to.nodes[i]) {
-      d.diff(std::string("nodes") + suffix(f), addressElements(from.nodes[i]),
-             addressElements(to.nodes[i]));
+      d.diff(std::string("nodes") + suffix(f), from.nodes[i], to.nodes[i], addressLess, addressJson,
+             noValue<ipam::Address>);
     }
   }
   // Equal shapes: the same policies, in the same order, classified in the same families.
@@ -1011,10 +1117,12 @@ NftDelta renderNftDelta(const NftTable& from, const NftTable& to, const std::str
         continue;
       }
       if (a.picks[i] != b.picks[i]) {
-        d.diff(base + "pick" + suffix(f), pickElements(a.picks[i]), pickElements(b.picks[i]));
+        d.diff(base + "pick" + suffix(f), a.picks[i], b.picks[i], sourceLess<NftPick>, pickKey,
+               pickValue);
       }
       if (!b.snat[i].empty() && a.snat[i] != b.snat[i]) {
-        d.diff(base + "snat" + suffix(f), snatElements(a.snat[i]), snatElements(b.snat[i]));
+        d.diff(base + "snat" + suffix(f), a.snat[i], b.snat[i], sourceLess<NftSnat>, snatKey,
+               snatValue);
       }
     }
   }
@@ -1025,13 +1133,17 @@ std::string nftTag(const std::string& digest) {
   return "egw:" + digest;
 }
 
+std::string nftDigest(const NftTable& table, const std::string& shapeDigest) {
+  return hex64(fnv1a(shapeDigest + hex64(elementsHash(table))));
+}
+
 std::string nftDigest(const NftTable& table) {
-  return hex64(fnv1a(document(table, true, "", true)));
+  return nftDigest(table, nftShapeDigest(table));
 }
 
 NftJson renderNftJson(const NftTable& table) {
   NftJson out;
-  out.digest = hex64(fnv1a(document(table, true, "", true)));
+  out.digest = nftDigest(table);
   out.json = document(table, true, nftTag(out.digest), true);
   return out;
 }

@@ -126,8 +126,12 @@ struct NftJson {
 };
 
 NftJson renderNftJson(const NftTable& table);
-// renderNftJson(table).digest, without rendering the table a second time with its tag.
+// The table's digest (renderNftJson(table).digest): its shape digest combined with a hash of
+// every element, in order. No JSON of the elements is made, so a change of one element costs a
+// pass over them, not a rendering of the table.
 std::string nftDigest(const NftTable& table);
+// The same, with nftShapeDigest(table) known already.
+std::string nftDigest(const NftTable& table, const std::string& shapeDigest);
 // The table's drop counters, by name.
 inline constexpr const char* kTunnelNotNode = "tunnel_not_node";
 inline constexpr const char* kTunnelFromPod = "tunnel_from_pod";
@@ -143,6 +147,8 @@ struct NftCount {
 // tunsrc4/6, nodes4/6): two tables with equal shape digests differ only in those elements.
 // The interval sets (destinations, exclusions, in-cluster) are part of the shape.
 std::string nftShapeDigest(const NftTable& table);
+// Whether two tables have the same shape digest, by comparing what it covers (no rendering).
+bool nftSameShape(const NftTable& a, const NftTable& b);
 
 // One transaction that turns table `from`, as the kernel has it, into `to` (of the same shape)
 // by deleting and adding elements, and rewrites the tag element with `to`'s digest. `elements`

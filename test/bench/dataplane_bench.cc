@@ -14,7 +14,10 @@
 //   - RSS and its peak (VmRSS, VmHWM of /proc/self/status) after it;
 //   - `changes` changes, each one source pod more in a random policy with an egress IP: the
 //     view recomputed and applied (an element transaction); its latency (compute + apply, p50 and
-//     p99), its elements, and the process CPU (user + system) per change;
+//     p99, and the p50 of each part), its elements, and the process CPU (user + system, the
+//     kernel's work on the transaction included) per change;
+//   - a sync at rest (p50 of 5): the table's counters read, the same table applied and the fence
+//     (fence.h) refreshed, which the agent does every second;
 //   - a restart: a new applier over the same state changes nothing (the digest matches).
 // Routing rules, routes and links are not measured: they grow with holder nodes and peers, not
 // with sources, and need the node's devices. The informers' part of the agent (decoding the
@@ -175,9 +178,34 @@ bool runPoint(int sources, int changes) {
   }
   const double rss = statusBytes("VmRSS");
   const double peak = statusBytes("VmHWM");
+  // A sync at rest, as the agent runs one every second: the counters read, the same table
+  // applied (nothing changes), and the fence refreshed.
+  egress::dataplane::FenceState fence;
+  for (const auto& e : want->kernel.nft.egressIPs) {
+    fence.known.push_back(e.ip);
+  }
+  fence.held = want->held;
+  fence.remaining = std::chrono::seconds(5);
+  std::vector<double> rests;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = Clock::now();
+    auto counted = nft.counters("egw");
+    auto same = nft.apply(want->kernel.nft);
+    auto fenced = nft.applyFence(fence);
+    rests.push_back(seconds(Clock::now() - t0));
+    if (!counted || !same || same->kind != NftApplier::Change::Kind::kNone || !fenced) {
+      std::fprintf(stderr, "dataplane_bench: a sync at rest: %s\n",
+                   !counted  ? counted.error().c_str()
+                   : !fenced ? fenced.error().c_str()
+                             : "the table changed");
+      return false;
+    }
+  }
 
   std::mt19937 random(42);
   std::vector<double> latencies;
+  std::vector<double> computeTimes;
+  std::vector<double> applyTimes;
   std::vector<double> elements;
   int next = sources;
   const double cpuBefore = cpuSeconds();
@@ -187,8 +215,12 @@ bool runPoint(int sources, int changes) {
         {source(next++, isV6Policy(policy)), "n" + std::to_string(random() % kNodes)});
     const auto t0 = Clock::now();
     auto changed = egress::dataplane::computeDesiredState(view, config);
+    const auto t1 = Clock::now();
     auto applied = nft.apply(changed->kernel.nft);
-    latencies.push_back(seconds(Clock::now() - t0));
+    const auto t2 = Clock::now();
+    latencies.push_back(seconds(t2 - t0));
+    computeTimes.push_back(seconds(t1 - t0));
+    applyTimes.push_back(seconds(t2 - t1));
     if (!applied || applied->kind != NftApplier::Change::Kind::kElements) {
       std::fprintf(stderr, "dataplane_bench: change %d: %s\n", i,
                    applied ? "not an element transaction" : applied.error().c_str());
@@ -209,10 +241,13 @@ bool runPoint(int sources, int changes) {
   std::printf(
       "dataplane sources=%d compute_s=%.3f first_apply_s=%.3f transaction_bytes=%zu rss_mib=%.1f "
       "peak_rss_mib=%.1f change_p50_ms=%.2f change_p99_ms=%.2f elements_per_change_max=%.0f "
-      "cpu_per_change_ms=%.2f restart_apply_s=%.3f\n",
+      "change_compute_p50_ms=%.2f change_apply_p50_ms=%.2f cpu_per_change_ms=%.2f "
+      "restart_apply_s=%.3f rest_sync_ms=%.2f\n",
       sources, compute, firstApply, transactionBytes, rss / 1048576, peak / 1048576,
       percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000,
-      *std::max_element(elements.begin(), elements.end()), cpuPerChange * 1000, restart);
+      *std::max_element(elements.begin(), elements.end()), percentile(computeTimes, 0.5) * 1000,
+      percentile(applyTimes, 0.5) * 1000, cpuPerChange * 1000, restart,
+      percentile(rests, 0.5) * 1000);
   figure(sources, "compute_seconds", compute);
   figure(sources, "first_apply_seconds", firstApply);
   figure(sources, "first_transaction_bytes", static_cast<double>(transactionBytes));
@@ -220,9 +255,16 @@ bool runPoint(int sources, int changes) {
   figure(sources, "peak_rss_bytes", peak);
   figure(sources, "change_latency_p50_seconds", percentile(latencies, 0.5));
   figure(sources, "change_latency_p99_seconds", percentile(latencies, 0.99));
+  figure(sources, "change_compute_p50_seconds", percentile(computeTimes, 0.5));
+  figure(sources, "change_apply_p50_seconds", percentile(applyTimes, 0.5));
   figure(sources, "elements_per_change_max", *std::max_element(elements.begin(), elements.end()));
   figure(sources, "cpu_per_change_seconds", cpuPerChange);
   figure(sources, "restart_apply_seconds", restart);
+  figure(sources, "rest_sync_seconds", percentile(rests, 0.5));
+  if (auto removed = NftApplier().removeFence(); !removed) {
+    std::fprintf(stderr, "dataplane_bench: %s\n", removed.error().c_str());
+    return false;
+  }
   if (auto removed = NftApplier().remove("egw"); !removed) {
     std::fprintf(stderr, "dataplane_bench: %s\n", removed.error().c_str());
     return false;

@@ -3,6 +3,7 @@
 #include "pkg/dataplane/nft_applier.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,81 @@ TEST_F(NftApplierTest, RemoveLeavesNoTableAndIsIdempotent) {
   EXPECT_TRUE(nft.remove("egw").ok());
 }
 
+// The counters come from a netlink dump of the table's counter objects: every named counter, at 0
+// in a fresh table; no table is an error, as listing it would be.
+TEST_F(NftApplierTest, CountersAreTheTablesNamedCountersAndNoTableIsAnError) {
+  NftApplier nft;
+  EXPECT_FALSE(nft.counters("egw").ok());
+  ASSERT_EQ(nft.apply(table("n1"))->kind, Kind::kReplaced);
+  auto counts = nft.counters("egw");
+  ASSERT_TRUE(counts.ok()) << counts.error();
+  std::vector<std::string> names;
+  for (const auto& [name, count] : *counts) {
+    names.push_back(name);
+    EXPECT_EQ(count.packets, 0U) << name;
+    EXPECT_EQ(count.bytes, 0U) << name;
+  }
+  EXPECT_THAT(names,
+              ::testing::UnorderedElementsAre(kTunnelNotNode, kTunnelFromPod, kTunnelForged,
+                                              "egress_192_168_50_200", "egress_fd00_50__200"));
+}
+
+// The handles of the fence table's rules, as listed (a rewrite of the rules gives new handles).
+std::vector<int64_t> fenceRuleHandles(NftApplier& nft) {
+  auto listing = nft.list(kFenceTable);
+  EXPECT_TRUE(listing.ok());
+  std::vector<int64_t> handles;
+  rapidjson::Document d;
+  d.Parse(listing.ok() ? listing->c_str() : "{}");
+  if (d.HasParseError() || !d.HasMember("nftables")) {
+    return handles;
+  }
+  for (const auto& item : d["nftables"].GetArray()) {
+    if (item.HasMember("rule")) {
+      handles.push_back(item["rule"]["handle"].GetInt64());
+    }
+  }
+  return handles;
+}
+
+// A sync that holds refreshes the fence's held elements; the rules and the known sets are
+// written again only when they change or the tables are gone. Either way the kernel ends with
+// the state asked for.
+TEST_F(NftApplierTest, TheFenceIsRefreshedInPlaceAndRewrittenWhenItChangedOrWentAway) {
+  const auto a = testing::ip("192.168.50.200");
+  const auto b = testing::ip("192.168.50.201");
+  const auto c = testing::ip("192.168.50.202");
+  FenceState state;
+  state.known = {a, b};
+  state.held = {a};
+  state.remaining = std::chrono::seconds(30);
+  NftApplier nft;
+  ASSERT_TRUE(nft.applyFence(state).ok());
+  const auto rules = fenceRuleHandles(nft);
+  ASSERT_FALSE(rules.empty());
+
+  state.held = {a, b};
+  ASSERT_TRUE(nft.applyFence(state).ok());
+  EXPECT_EQ(fenceRuleHandles(nft), rules) << "a refresh leaves the rules alone";
+  auto listing = *nft.list(kFenceTable);
+  EXPECT_THAT(listing, HasSubstr(R"({"val": "192.168.50.201", "timeout": 30,)"));
+
+  // Gone (someone deleted the tables): written whole again.
+  ASSERT_TRUE(NftApplier().removeFence().ok());
+  ASSERT_TRUE(nft.applyFence(state).ok());
+  listing = *nft.list(kFenceTable);
+  EXPECT_THAT(listing, HasSubstr(R"("name": "snat_gate")"));
+  EXPECT_THAT(listing, HasSubstr(R"({"val": "192.168.50.201", "timeout": 30,)"));
+  const auto rewritten = fenceRuleHandles(nft);
+
+  // Another known address: the known sets and rules are written again.
+  state.known = {a, b, c};
+  ASSERT_TRUE(nft.applyFence(state).ok());
+  EXPECT_NE(fenceRuleHandles(nft), rewritten);
+  EXPECT_THAT(*nft.list(kFenceTable), HasSubstr("192.168.50.202"));
+  ASSERT_TRUE(nft.removeFence().ok());
+}
+
 // One source pod more in a programmed 10,000-source state: a transaction of its elements alone
 // (its pick, its SNAT entry on this holder, its tunnel source: 3), the table neither replaced
 // nor listed whole, and what the kernel has afterwards is what a fresh render of the new state
@@ -177,6 +253,119 @@ TEST_F(NftApplierTest, OnePodMoreIsATransactionOfItsElementsAndEndsAsAFreshRende
   ASSERT_TRUE(fresh.remove("egw").ok());
   ASSERT_EQ(fresh.apply(before)->kind, Kind::kReplaced);
   EXPECT_EQ(back, canonical(*fresh.list("egw")));
+}
+
+// A pod whose pick changes (its egress IP's holder went: refused now) is a changed map value: a
+// deletion and an addition of its pick, and its SNAT entry gone. The kernel ends as a fresh
+// render of the new state would make it.
+TEST_F(NftApplierTest, AChangedPickIsItsDeletionAndAdditionAndEndsAsAFreshRenderWould) {
+  const auto before = tableWithSources(1'000);
+  auto after = before;
+  auto& picks = after.policies[0].picks[0];
+  auto& snat = after.policies[0].snat[0];
+  ASSERT_TRUE(picks[500].egressIP.has_value());
+  ASSERT_EQ(snat[500].source, picks[500].source);
+  picks[500].egressIP.reset();
+  snat.erase(snat.begin() + 500);
+  ASSERT_TRUE(nftSameShape(before, after));
+  NftApplier nft;
+  ASSERT_EQ(nft.apply(before)->kind, Kind::kReplaced);
+  auto changed = nft.apply(after);
+  ASSERT_TRUE(changed.ok()) << changed.error();
+  EXPECT_EQ(changed->kind, Kind::kElements);
+  EXPECT_EQ(changed->elements, 3U);
+  const std::string incremental = canonical(*nft.list("egw"));
+  // The pick map's elements, as canonical() joins them: the pod now goes to the refusal.
+  const std::string refused =
+      R"([\")" + picks[500].source.toString() + R"(\",{\"goto\":{\"target\":\"refuse\"}}])";
+  EXPECT_NE(incremental.find(refused), std::string::npos) << refused;
+  NftApplier fresh;
+  ASSERT_TRUE(fresh.remove("egw").ok());
+  ASSERT_EQ(fresh.apply(after)->kind, Kind::kReplaced);
+  EXPECT_EQ(incremental, canonical(*fresh.list("egw")));
+}
+
+// nftSameShape stands in for comparing shape digests (the applier reuses the last shape digest
+// when it says so): for each kind of change, it says "same" exactly when the digests are equal,
+// and the table's digest changes with any element.
+TEST(NftShapeTest, SameShapeExactlyWhenTheShapeDigestsAreEqual) {
+  const auto base = tableWithSources(20);
+  ASSERT_FALSE(base.policies.empty());
+  ASSERT_FALSE(base.policies[0].picks[0].empty());
+  ASSERT_FALSE(base.policies[0].snat[0].empty());
+  ASSERT_FALSE(base.tunnelSources[0].empty());
+  ASSERT_FALSE(base.nodes[0].empty());
+  ASSERT_FALSE(base.egressIPs.empty());
+  struct Change {
+    const char* what;
+    bool shape;  // whether it changes the shape
+    std::function<void(NftTable&)> apply;
+  };
+  const std::vector<Change> changes = {
+      {"name", true, [](NftTable& t) { t.name = "other"; }},
+      {"tunnel", true, [](NftTable& t) { t.tunnel = "egw9"; }},
+      {"mark mask", true, [](NftTable& t) { t.markMask = 0xff00; }},
+      {"reply mark", true, [](NftTable& t) { t.replyMark ^= 1; }},
+      {"refuse mark", true, [](NftTable& t) { t.refuseMark ^= 1; }},
+      {"local mark", true, [](NftTable& t) { t.localMark ^= 1; }},
+      {"symmetric reply", true, [](NftTable& t) { t.symmetricReply = !t.symmetricReply; }},
+      {"an egress IP's mark", true, [](NftTable& t) { t.egressIPs[0].mark ^= 1; }},
+      {"an egress IP held", true, [](NftTable& t) { t.egressIPs[0].held = !t.egressIPs[0].held; }},
+      {"an egress IP more", true,
+       [](NftTable& t) {
+         t.egressIPs.push_back({testing::ip("192.168.50.99"), 1, false, "a/b"});
+       }},
+      {"in-cluster", true,
+       [](NftTable& t) { t.inCluster[0].push_back(*ipam::parseCIDR("10.99.0.0/16")); }},
+      {"tunnel port", true, [](NftTable& t) { t.tunnelPort = 4800; }},
+      {"a policy's key", true, [](NftTable& t) { t.policies[0].key = "x/y"; }},
+      {"a destination", true,
+       [](NftTable& t) {
+         t.policies[0].destinations[0].push_back(*ipam::parseCIDR("198.51.100.0/24"));
+       }},
+      {"an exclusion", true,
+       [](NftTable& t) { t.policies[0].excluded[0].push_back(*ipam::parseCIDR("8.8.8.8/32")); }},
+      {"a policy more", true, [](NftTable& t) { t.policies.push_back(t.policies[0]); }},
+      {"no picks", true, [](NftTable& t) { t.policies[0].picks[0].clear(); }},
+      {"no SNAT", true, [](NftTable& t) { t.policies[0].snat[0].clear(); }},
+      {"a pick refused", false, [](NftTable& t) { t.policies[0].picks[0][0].egressIP.reset(); }},
+      {"a pick fewer", false,
+       [](NftTable& t) { t.policies[0].picks[0].erase(t.policies[0].picks[0].begin()); }},
+      {"a SNAT entry fewer", false,
+       [](NftTable& t) { t.policies[0].snat[0].erase(t.policies[0].snat[0].begin()); }},
+      {"a tunnel source's MAC", false, [](NftTable& t) { t.tunnelSources[0][0].mac[5] ^= 1; }},
+      {"no tunnel sources", false, [](NftTable& t) { t.tunnelSources[0].clear(); }},
+      {"a node fewer", false, [](NftTable& t) { t.nodes[0].pop_back(); }},
+  };
+  const std::string shape = nftShapeDigest(base);
+  const std::string digest = nftDigest(base);
+  EXPECT_EQ(digest, renderNftJson(base).digest);
+  for (const auto& c : changes) {
+    auto t = base;
+    c.apply(t);
+    EXPECT_EQ(nftSameShape(base, t), !c.shape) << c.what;
+    EXPECT_EQ(nftShapeDigest(t) == shape, !c.shape) << c.what;
+    EXPECT_NE(nftDigest(t), digest) << c.what;
+    EXPECT_EQ(nftDigest(t, nftShapeDigest(t)), nftDigest(t)) << c.what;
+  }
+}
+
+// The elements hash covers where an element is, not only what it is: the same pick in another
+// policy's map is another table.
+TEST(NftShapeTest, AnElementMovedToAnotherMapChangesTheDigest) {
+  NftTable a;
+  a.policies.resize(2);
+  for (auto& p : a.policies) {
+    p.destinations[0] = {*ipam::parseCIDR("203.0.113.0/24")};
+  }
+  a.policies[0].picks[0] = {{testing::ip("10.0.0.1"), std::nullopt},
+                            {testing::ip("10.0.0.2"), std::nullopt}};
+  a.policies[1].picks[0] = {{testing::ip("10.0.0.3"), std::nullopt}};
+  auto b = a;
+  b.policies[1].picks[0].insert(b.policies[1].picks[0].begin(), b.policies[0].picks[0].back());
+  b.policies[0].picks[0].pop_back();
+  ASSERT_TRUE(nftSameShape(a, b));
+  EXPECT_NE(nftDigest(a), nftDigest(b));
 }
 
 // The delta path trusts only a kernel that still has what this applier applied: a table someone
