@@ -363,7 +363,7 @@ Result<int, std::string> Agent::apply(const dataplane::DesiredState& want) {
   return changes + *routes;
 }
 
-void Agent::announce(const dataplane::DesiredState& want, Clock::TimePoint now) {
+void Agent::announce(const dataplane::DesiredState& want, Clock::TimePoint now, bool fresh) {
   std::set<ipam::Address> held(want.held.begin(), want.held.end());
   for (const auto& e : held) {
     if (!held_.contains(e)) {
@@ -398,7 +398,7 @@ void Agent::announce(const dataplane::DesiredState& want, Clock::TimePoint now) 
       it = announcing_.erase(it);
       continue;
     }
-    if (p.next <= now) {
+    if (fresh && p.next <= now) {
       auto sent = announcer_.announce(options_.dataplane.uplink, e);
       if (sent) {
         metrics_.announced(*sent);
@@ -520,7 +520,10 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
       if (auto r = nft_->applyFence(fence); !r) {
         return r;
       }
-      announce(*want, clock().now());
+      // Announcements go out on packet sockets, past the fence: never once the fence time has
+      // passed (the work above can take seconds), when another node may hold the address.
+      const auto announceNow = clock().now();
+      announce(*want, announceNow, until && *until > announceNow);
       return Ok{};
     });
     if (!fenced) {

@@ -128,7 +128,10 @@ class Agent : public controllerruntime::Controller {
   std::optional<Clock::TimePoint> nextExpiry(Clock::TimePoint now) const;
   void makeAppliers();
   Result<int, std::string> apply(const dataplane::DesiredState& want);
-  void announce(const dataplane::DesiredState& want, Clock::TimePoint now);
+  // Starts announcing newly held egress IPs and sends the rounds that are due, while `fresh`
+  // (this agent is within its fence time); releases the conntrack entries of addresses no longer
+  // held.
+  void announce(const dataplane::DesiredState& want, Clock::TimePoint now, bool fresh);
   // Logs the problems that were not there at the last sync (an ignored slice or a contested
   // egress IP, fail closed, must be visible without a line per problem every second) and counts
   // them by kind.

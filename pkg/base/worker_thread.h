@@ -8,8 +8,8 @@
 //   - Pieces of work run one at a time, in the order they were handed off.
 //   - The work must not touch what the loop's coroutines touch meanwhile: hand it its inputs as
 //     values, or objects only the awaiting coroutine uses (it waits, so nothing of its own runs).
-//   - Destruction waits for the piece in flight; pieces not started are dropped, and their
-//     awaiting coroutines never resume (destroy the WorkerThread after its loop stopped).
+//   - Destruction waits until every piece handed off has run (the thread pool's join); an
+//     awaiting coroutine whose loop has stopped by then never resumes.
 #pragma once
 
 #include <optional>

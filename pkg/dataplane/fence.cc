@@ -65,26 +65,11 @@ std::string renderFence(const FenceState& s) {
        " snat_gate { type filter hook postrouting priority 111; "
        "policy accept; }");
   line("add chain inet " + t + " nd_gate { type filter hook output priority 0; policy accept; }");
-  line("flush chain inet " + t + " snat_gate");
-  line("add rule inet " + t + " snat_gate oifname != \"" + s.tunnel +
-       "\" ip saddr @known4 ip saddr != @held4 counter name \"fenced\" drop");
-  line("add rule inet " + t + " snat_gate oifname != \"" + s.tunnel +
-       "\" ip6 saddr @known6 ip6 saddr != @held6 counter name \"fenced\" drop");
-  line("flush chain inet " + t + " nd_gate");
-  // An NA's target address is the 16 bytes after its type, code, checksum and flags.
-  line("add rule inet " + t +
-       " nd_gate icmpv6 type nd-neighbor-advert @th,64,128 @knownnd @th,64,128 != @heldnd "
-       "counter name \"fenced\" drop");
   line("add table arp " + t);
   line("add set arp " + t + " held { type ipv4_addr; flags timeout; }");
   line("add set arp " + t + " known { type ipv4_addr; }");
   line("add counter arp " + t + " fenced");
   line("add chain arp " + t + " out { type filter hook output priority 0; policy accept; }");
-  line("flush chain arp " + t + " out");
-  line("add rule arp " + t +
-       " out arp operation reply arp saddr ip @known arp saddr ip != @held "
-       "counter name \"fenced\" drop");
-
   fill(out, "inet", "known4", s.known, v4, plain, "");
   fill(out, "inet", "known6", s.known, v6, plain, "");
   fill(out, "inet", "knownnd", s.known, v6, rawIPv6, "");
@@ -99,7 +84,25 @@ std::string renderFenceHeld(const FenceState& s) {
   const std::string timeout =
       s.remaining.count() > 0 ? " timeout " + std::to_string(s.remaining.count()) + "ms" : "";
   std::vector<ipam::Address> held = s.remaining.count() > 0 ? s.held : std::vector<ipam::Address>{};
+  const std::string t = kFenceTable;
   std::string out;
+  auto line = [&](const std::string& l) { out += l + "\n"; };
+  // The gates' rules too: a refresh puts back a rule someone deleted, so that between two full
+  // writes only the known sets go unchecked.
+  line("flush chain inet " + t + " snat_gate");
+  line("add rule inet " + t + " snat_gate oifname != \"" + s.tunnel +
+       "\" ip saddr @known4 ip saddr != @held4 counter name \"fenced\" drop");
+  line("add rule inet " + t + " snat_gate oifname != \"" + s.tunnel +
+       "\" ip6 saddr @known6 ip6 saddr != @held6 counter name \"fenced\" drop");
+  line("flush chain inet " + t + " nd_gate");
+  // An NA's target address is the 16 bytes after its type, code, checksum and flags.
+  line("add rule inet " + t +
+       " nd_gate icmpv6 type nd-neighbor-advert @th,64,128 @knownnd @th,64,128 != @heldnd "
+       "counter name \"fenced\" drop");
+  line("flush chain arp " + t + " out");
+  line("add rule arp " + t +
+       " out arp operation reply arp saddr ip @known arp saddr ip != @held "
+       "counter name \"fenced\" drop");
   fill(out, "inet", "held4", held, v4, plain, timeout);
   fill(out, "inet", "held6", held, v6, plain, timeout);
   fill(out, "inet", "heldnd", held, v6, rawIPv6, timeout);

@@ -50,8 +50,9 @@ struct FenceState {
 // One transaction that creates the tables if absent, sets their rules and known sets, and
 // replaces the held elements with `state.held`, each timing out after `state.remaining`.
 std::string renderFence(const FenceState& state);
-// The part of renderFence(state) that sets the held elements alone: a refresh of their timeouts
-// where the tables already have `state`'s rules and known sets (an error where they do not).
+// The part of renderFence(state) that sets the gates' rules and the held elements: a refresh of
+// the held elements' timeouts where the tables and their known sets are there already (an error
+// where the tables or chains are not).
 std::string renderFenceHeld(const FenceState& state);
 // The transaction that removes both tables (and succeeds when there are none).
 std::string removeFence();

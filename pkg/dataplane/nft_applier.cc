@@ -176,12 +176,17 @@ int onObject(const nlmsghdr* nlh, void* data) {
   Attrs a(NFTA_OBJ_MAX);
   mnl_attr_parse(nlh, sizeof(nfgenmsg), collectAttr, &a);
   if (a[NFTA_OBJ_NAME] == nullptr || a[NFTA_OBJ_TYPE] == nullptr || a[NFTA_OBJ_DATA] == nullptr ||
+      mnl_attr_validate(a[NFTA_OBJ_NAME], MNL_TYPE_NUL_STRING) < 0 ||
+      mnl_attr_validate(a[NFTA_OBJ_TYPE], MNL_TYPE_U32) < 0 ||
+      mnl_attr_validate(a[NFTA_OBJ_DATA], MNL_TYPE_NESTED) < 0 ||
       ntohl(mnl_attr_get_u32(a[NFTA_OBJ_TYPE])) != NFT_OBJECT_COUNTER) {
     return MNL_CB_OK;
   }
   Attrs c(NFTA_COUNTER_MAX);
   mnl_attr_parse_nested(a[NFTA_OBJ_DATA], onCounterData, &c);
-  if (c[NFTA_COUNTER_PACKETS] == nullptr || c[NFTA_COUNTER_BYTES] == nullptr) {
+  if (c[NFTA_COUNTER_PACKETS] == nullptr || c[NFTA_COUNTER_BYTES] == nullptr ||
+      mnl_attr_validate(c[NFTA_COUNTER_PACKETS], MNL_TYPE_U64) < 0 ||
+      mnl_attr_validate(c[NFTA_COUNTER_BYTES], MNL_TYPE_U64) < 0) {
     return MNL_CB_OK;
   }
   d.counts[mnl_attr_get_str(a[NFTA_OBJ_NAME])] = {
@@ -229,13 +234,15 @@ Result<NftApplier::Change, std::string> NftApplier::apply(const NftTable& table)
   std::string shape =
       applied_ && nftSameShape(applied_->table, table) ? applied_->shape : nftShapeDigest(table);
   const std::string digest = nftDigest(table, shape);
-  if (kernel && kernel->digest == digest) {
-    if (!applied_ || applied_->digest != digest) {
-      applied_ = Applied{table, digest, std::move(shape)};
-    }
+  // Only a kernel whose content this applier does not know (a restart) is taken at its digest's
+  // word. One that still has what was applied, and a table that differs from it, needs the
+  // change even if the digests agree (64 bits can collide).
+  const bool known = kernel && applied_ && applied_->digest == kernel->digest;
+  if (kernel && kernel->digest == digest && !known) {
+    applied_ = Applied{table, digest, std::move(shape)};
     return Change{};
   }
-  if (kernel && applied_ && applied_->digest == kernel->digest && applied_->shape == shape) {
+  if (known && applied_->shape == shape) {
     auto delta = renderNftDelta(applied_->table, table, digest);
     if (run(delta.json)) {
       applied_ = Applied{table, digest, std::move(shape)};

@@ -968,24 +968,27 @@ std::string noValue(const T& /*element*/) {
   return "";
 }
 
-// A 64-bit hash of words, the same on every machine: FNV-1a's step on whole words, and
-// splitmix64's finaliser for the result.
+// A 64-bit hash of words, the same on every machine: each word is mixed into the state by
+// splitmix64's finaliser, whose every output bit depends on every input bit. (FNV-1a's step on
+// whole words would not do: a flip of a word's top bit only ever flips the state's top bit, so
+// two such flips cancel, and two pods swapping egress IPs that differ there would hash alike.)
 class WordHash {
  public:
-  void add(uint64_t w) { h_ = (h_ ^ w) * 1099511628211ULL; }
+  void add(uint64_t w) { h_ = mix(h_ ^ w) + 0x9e3779b97f4a7c15ULL; }
   void add(const ipam::Address& a) {
     add(static_cast<uint64_t>(a.family));
     add(static_cast<uint64_t>(a.value >> 64));
     add(static_cast<uint64_t>(a.value));
   }
-  uint64_t value() const {
-    uint64_t z = h_;
+  uint64_t value() const { return mix(h_); }
+
+ private:
+  static uint64_t mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
   }
 
- private:
   uint64_t h_ = 14695981039346656037ULL;
 };
 

@@ -47,13 +47,47 @@ Result<Ok, std::string> Rtnetlink::request(nlmsghdr* nlh, Callback cb, void* dat
       lastErrno_ = errno;
       return unexpected(std::string("rtnetlink recv: ") + std::strerror(errno));
     }
-    int ret = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq_, portid_, cb, data);
-    if (ret == MNL_CB_ERROR) {
-      lastErrno_ = errno;
-      return unexpected(std::string("rtnetlink: ") + std::strerror(errno));
+    // Message by message: what is left of an earlier request's dump that ended early (a
+    // callback's error, an interrupted dump) still arrives, under that request's sequence number,
+    // and is skipped rather than taken for this answer's error.
+    int left = static_cast<int>(n);
+    for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(m, left);
+         m = mnl_nlmsg_next(m, &left)) {
+      if (m->nlmsg_seq != seq_) {
+        continue;
+      }
+      int ret = mnl_cb_run(m, m->nlmsg_len, seq_, portid_, cb, data);
+      if (ret == MNL_CB_ERROR) {
+        lastErrno_ = errno;
+        const std::string error = std::string("rtnetlink: ") + std::strerror(errno);
+        // A dump that ends early here (a callback's error, an interrupted dump) goes on in the
+        // kernel, which refuses any other dump on this socket (EBUSY) until it is read to its
+        // end: read it now.
+        const bool ended = m->nlmsg_type == NLMSG_ERROR || m->nlmsg_type == NLMSG_DONE;
+        if ((nlh->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP && !ended) {
+          drain(buf);
+        }
+        return unexpected(error);
+      }
+      if (ret == MNL_CB_STOP) {
+        return Ok{};
+      }
     }
-    if (ret == MNL_CB_STOP) {
-      return Ok{};
+  }
+}
+
+void Rtnetlink::drain(std::vector<char>& buf) {
+  for (;;) {
+    ssize_t n = mnl_socket_recvfrom(nl_, buf.data(), buf.size());
+    if (n < 0) {
+      return;
+    }
+    int left = static_cast<int>(n);
+    for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(m, left);
+         m = mnl_nlmsg_next(m, &left)) {
+      if (m->nlmsg_seq == seq_ && (m->nlmsg_type == NLMSG_DONE || m->nlmsg_type == NLMSG_ERROR)) {
+        return;
+      }
     }
   }
 }

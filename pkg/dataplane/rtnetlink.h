@@ -43,6 +43,9 @@ class Rtnetlink {
   int lastErrno() const { return lastErrno_; }
 
  private:
+  // Reads and drops the rest of the current dump, up to its end.
+  void drain(std::vector<char>& buf);
+
   mnl_socket* nl_ = nullptr;
   uint32_t portid_ = 0;
   uint32_t seq_ = 0;
