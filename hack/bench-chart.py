@@ -8,7 +8,6 @@ Usage: hack/bench-chart.py OUTPUT.png BENCH_OUTPUT [BENCH_OUTPUT...]
 Exits non-zero, saying why, when the inputs hold fewer than two scale_curve points.
 Debian's python3 with python3-matplotlib (hack/install-deps.sh installs it).
 """
-import json
 import sys
 
 import matplotlib
@@ -16,22 +15,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display: render straight to the file
 import matplotlib.pyplot as plt  # noqa: E402
 
-
-def points(paths):
-    found = {}
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    figure = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if figure.get("figure") == "scale_curve":
-                    found[figure["seeded_pods"]] = figure  # a later run of a size wins
-    return [found[k] for k in sorted(found)]
+from bench_figures import points  # noqa: E402  (hack/, the script's own directory)
 
 
 def linear(xs, ys):
@@ -46,7 +30,7 @@ def main(argv):
     if len(argv) < 3:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    curve = points(argv[2:])
+    curve = points(argv[2:], "scale_curve", "seeded_pods")
     if len(curve) < 2:
         print(f"bench-chart: {len(curve)} scale_curve point(s) in {', '.join(argv[2:])}; "
               "need at least two (operator_bench --scale-curve)", file=sys.stderr)

@@ -3,7 +3,8 @@
 # test/bench against it; prints their numbers (informer: time to sync with and without gzip, RSS
 # and heap bytes per cached pod, events per second, heap allocations and bytes per watch event;
 # REST client; IPAM allocation rate and memory; the data plane's core at 10k-100k source pods;
-# its failover time and tunnel throughput). Everything is torn down at the end.
+# one egw-agent at cluster scale against the real control plane (agent_bench); its failover time
+# and tunnel throughput). Everything is torn down at the end.
 # Usage: hack/bench.sh [BUILD_DIR] [PODS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +57,13 @@ phase "IPAM: allocations per second and bytes per allocation (no cluster needed)
 "$build/test/bench/ipam_bench"
 phase "the data plane's core at scale: a holder's state computed and its nft table programmed for 10k/50k/100k source pods (no cluster; a network namespace of its own)"
 "$build/test/bench/dataplane_bench" --sources 10000,50000,100000 --changes 100
+phase "one egw-agent against the real control plane at 10k/50k/100k source pods (500 Nodes, 5,000 policies, 2,000 egress IPs): first programming, a pod's API write to the kernel under a churn of 50 pods/s, CPU, RSS, packets, a restart under a held connection"
+# Its own control plane and cluster, in a private network and mount namespace (as egw-demo's);
+# its figures as JSON lines too, from which docs/agent-scale.png is drawn.
+"$build/test/bench/agent_bench" --sources 10000,50000,100000 --rate 50 --seconds 20 \
+  > "$build/bench/agent_bench.out" 2>&1 || { cat "$build/bench/agent_bench.out"; exit 1; }
+grep -E '^(\[ bench \]|\{)' "$build/bench/agent_bench.out"
+/usr/bin/python3 hack/agent-bench-chart.py docs/agent-scale.png "$build/bench/agent_bench.out"
 phase "the data plane: failover (median of 5) and one TCP stream through the tunnel against routed directly"
 # Its own control plane, operator and agents, in a private network and mount namespace (the test
 # binary re-executes itself under unshare -m -n); the figures are its "[ bench ]" and JSON lines.

@@ -127,7 +127,20 @@ class Agent : public controllerruntime::Controller {
   // The next moment a liveness this agent knows of expires, if any is fresh at `now`.
   std::optional<Clock::TimePoint> nextExpiry(Clock::TimePoint now) const;
   void makeAppliers();
-  Result<int, std::string> apply(const dataplane::DesiredState& want);
+  // Everything of the desired kernel state but the nft table.
+  struct Devices {
+    std::vector<dataplane::Link> links;
+    std::vector<dataplane::LinkAddress> addresses;
+    std::vector<dataplane::Rule> rules;
+    std::vector<dataplane::Route> routes;
+    std::vector<dataplane::Neighbour> neighbours;
+    std::vector<dataplane::FdbEntry> fdb;
+    std::vector<dataplane::Sysctl> sysctls;
+
+    friend bool operator==(const Devices&, const Devices&) = default;
+  };
+  static Devices devicesOf(const dataplane::KernelState& k);
+  Result<int, std::string> apply(const dataplane::DesiredState& want, Clock::TimePoint now);
   // Starts announcing newly held egress IPs and sends the rounds that are due, while `fresh`
   // (this agent is within its fence time); releases the conntrack entries of addresses no longer
   // held.
@@ -178,6 +191,10 @@ class Agent : public controllerruntime::Controller {
   // The slices' resourceVersion of the last sync that programmed the kernel in full: a failed
   // apply reports the one before it, since what the failed one withdrew may still be answered.
   std::string programmedSlices_;
+  // What the last full pass of apply() put in the kernel besides the nft table, and when (used
+  // by the kernel_ thread only).
+  std::optional<Devices> devices_;
+  Clock::TimePoint devicesChecked_{};
   // Where the syncs compute and program the kernel, off the loop. Last: destroyed first, so the
   // piece in flight ends while everything it uses still exists.
   WorkerThread kernel_;

@@ -51,11 +51,18 @@ std::vector<ipam::Prefix> prefixes(const std::vector<std::string>& texts, const 
   return out;
 }
 
+// Every sync runs this over every source of the cluster: no string or vector is made per source
+// unless its address is bad.
 void addSources(const EgressPolicySlice& slice, PolicyView& v, const Problems& problems) {
-  const std::string where = "EgressPolicySlice " + slice.metadata.name + " source ";
   for (const auto& s : slice.spec.sources) {
-    for (const auto& ip : addresses(s.ips, where + s.pod, problems)) {
-      v.sources.push_back({ip, s.node});
+    for (const auto& text : s.ips) {
+      if (auto ip = ipam::parseAddress(text)) {
+        v.sources.push_back({*ip, s.node});
+      } else {
+        problems.add(ProblemKind::kUnparsable, "EgressPolicySlice " + slice.metadata.name +
+                                                   " source " + s.pod +
+                                                   ": cannot parse address \"" + text + "\"");
+      }
     }
   }
 }

@@ -47,6 +47,8 @@ struct NodeView {
   // never leaves through a gateway.
   std::vector<ipam::Address> addresses;
   std::vector<ipam::Prefix> podCIDRs;
+
+  friend bool operator==(const NodeView&, const NodeView&) = default;
 };
 
 struct SourceView {

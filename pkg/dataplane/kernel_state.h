@@ -46,6 +46,8 @@ struct Link {
 
   std::string key() const { return name; }
   std::string toString() const;
+
+  bool operator==(const Link&) const = default;
 };
 
 struct LinkAddress {
@@ -54,6 +56,8 @@ struct LinkAddress {
 
   std::string key() const { return toString(); }
   std::string toString() const;
+
+  bool operator==(const LinkAddress&) const = default;
 };
 
 struct Route {
@@ -70,6 +74,8 @@ struct Route {
   // The kernel's identity of a route: table, family, destination, metric.
   std::string key() const;
   std::string toString() const;
+
+  bool operator==(const Route&) const = default;
 };
 
 struct Rule {
@@ -81,6 +87,8 @@ struct Rule {
 
   std::string key() const { return toString(); }
   std::string toString() const;
+
+  bool operator==(const Rule&) const = default;
 };
 
 struct Neighbour {
@@ -92,6 +100,8 @@ struct Neighbour {
 
   std::string key() const;
   std::string toString() const;
+
+  bool operator==(const Neighbour&) const = default;
 };
 
 struct FdbEntry {
@@ -101,6 +111,8 @@ struct FdbEntry {
 
   std::string key() const { return dev + " " + macText(mac); }
   std::string toString() const;
+
+  bool operator==(const FdbEntry&) const = default;
 };
 
 // A kernel parameter under /proc/sys (slash-separated, so interface names may contain dots).
@@ -110,6 +122,8 @@ struct Sysctl {
 
   std::string key() const { return path; }
   std::string toString() const { return path + " = " + value; }
+
+  bool operator==(const Sysctl&) const = default;
 };
 
 struct KernelState {

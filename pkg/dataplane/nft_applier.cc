@@ -262,6 +262,10 @@ Result<NftApplier::Change, std::string> NftApplier::apply(const NftTable& table)
   return Change{Change::Kind::kReplaced, 0};
 }
 
+bool NftApplier::replaces(const NftTable& table) const {
+  return !applied_ || !nftSameShape(applied_->table, table);
+}
+
 Result<Ok, std::string> NftApplier::remove(const std::string& tableName) {
   applied_.reset();
   auto r = run(removeNftJson(tableName));

@@ -44,6 +44,10 @@ class NftApplier {
     size_t elements = 0;  // with kElements: how many were deleted or added
   };
   Result<Change, std::string> apply(const NftTable& table);
+  // Whether apply(table) will replace the table whole (nothing applied by this applier yet, or
+  // another shape), so that its counters start again at 0. An element transaction the kernel
+  // refuses is a replacement too, which this cannot foresee.
+  bool replaces(const NftTable& table) const;
   // Removes the table; succeeds when there is none.
   Result<Ok, std::string> remove(const std::string& tableName);
   // The digest in the kernel's table's tag element; nullopt when the table or the tag is absent.

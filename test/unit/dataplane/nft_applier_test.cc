@@ -281,6 +281,29 @@ TEST_F(NftApplierTest, AChangedPickIsItsDeletionAndAdditionAndEndsAsAFreshRender
   EXPECT_EQ(incremental, canonical(*fresh.list("egw")));
 }
 
+// replaces() foretells what apply() does (the agent reads the counters before a replacement,
+// which starts them at 0): a replacement for an applier that applied nothing yet and for another
+// shape, an element transaction for the same shape.
+TEST_F(NftApplierTest, ReplacesForetellsAReplacementButNotAnElementTransaction) {
+  const auto before = tableWithSources(100);
+  auto morePods = before;
+  morePods.policies[0].picks[0].pop_back();
+  ASSERT_TRUE(nftSameShape(before, morePods));
+  auto otherShape = before;
+  otherShape.policies.pop_back();
+  ASSERT_FALSE(nftSameShape(before, otherShape));
+  NftApplier nft;
+  EXPECT_TRUE(nft.replaces(before));
+  ASSERT_EQ(nft.apply(before)->kind, Kind::kReplaced);
+  EXPECT_FALSE(nft.replaces(before));
+  EXPECT_FALSE(nft.replaces(morePods));
+  EXPECT_TRUE(nft.replaces(otherShape));
+  ASSERT_EQ(nft.apply(morePods)->kind, Kind::kElements);
+  EXPECT_TRUE(nft.replaces(otherShape));
+  ASSERT_EQ(nft.apply(otherShape)->kind, Kind::kReplaced);
+  EXPECT_FALSE(nft.replaces(otherShape));
+}
+
 // nftSameShape stands in for comparing shape digests (the applier reuses the last shape digest
 // when it says so): for each kind of change, it says "same" exactly when the digests are equal,
 // and the table's digest changes with any element.
