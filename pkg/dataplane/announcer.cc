@@ -16,22 +16,6 @@
 namespace egress::dataplane {
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) {
-      close(fd_);
-    }
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 std::string errnoText(const std::string& what) {
   return what + ": " + std::strerror(errno);
 }
@@ -64,16 +48,27 @@ Result<int, std::string> Announcer::announce(const std::string& dev, const ipam:
   return sent;
 }
 
+Announcer::~Announcer() {
+  for (int fd : {arpSocket_, naSocket_}) {
+    if (fd >= 0) {
+      close(fd);
+    }
+  }
+}
+
 Result<int, std::string> Announcer::arp(const std::string& dev, const ipam::Address& ip) {
   const unsigned index = if_nametoindex(dev.c_str());
   if (index == 0) {
     return unexpected("gratuitous ARP: no device " + dev);
   }
-  Fd fd(socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_ARP)));
-  if (fd.get() < 0) {
-    return unexpected(errnoText("gratuitous ARP: AF_PACKET socket"));
+  if (arpSocket_ < 0) {
+    arpSocket_ = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_ARP));
+    if (arpSocket_ < 0) {
+      return unexpected(errnoText("gratuitous ARP: AF_PACKET socket"));
+    }
   }
-  auto mac = hardwareAddress(fd.get(), dev);
+  const int fd = arpSocket_;
+  auto mac = hardwareAddress(fd, dev);
   if (!mac) {
     return unexpected(mac.error());
   }
@@ -98,8 +93,7 @@ Result<int, std::string> Announcer::arp(const std::string& dev, const ipam::Addr
       std::memcpy(&p[18], mac->data(), 6);
     }
     putBytes(&p[24], ip);
-    if (sendto(fd.get(), p.data(), p.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) <
-        0) {
+    if (sendto(fd, p.data(), p.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0) {
       return unexpected(errnoText("gratuitous ARP for " + ip.toString() + " on " + dev));
     }
     ++sent;
@@ -113,19 +107,22 @@ Result<int, std::string> Announcer::neighbourAdvertisement(const std::string& de
   if (index == 0) {
     return unexpected("unsolicited NA: no device " + dev);
   }
-  Fd fd(socket(AF_INET6, SOCK_RAW, IPPROTO_ICMPV6));
-  if (fd.get() < 0) {
-    return unexpected(errnoText("unsolicited NA: raw ICMPv6 socket"));
+  if (naSocket_ < 0) {
+    naSocket_ = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6);
+    if (naSocket_ < 0) {
+      return unexpected(errnoText("unsolicited NA: raw ICMPv6 socket"));
+    }
   }
-  auto mac = hardwareAddress(fd.get(), dev);
+  const int fd = naSocket_;
+  auto mac = hardwareAddress(fd, dev);
   if (!mac) {
     return unexpected(mac.error());
   }
   // RFC 4861 7.1.2: a receiver drops an NA whose hop limit is not 255.
   int hops = 255;
   int ifindex = static_cast<int>(index);
-  if (setsockopt(fd.get(), IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &hops, sizeof hops) < 0 ||
-      setsockopt(fd.get(), IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof ifindex) < 0) {
+  if (setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &hops, sizeof hops) < 0 ||
+      setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof ifindex) < 0) {
     return unexpected(errnoText("unsolicited NA: socket options"));
   }
   std::array<uint8_t, 32> p{};
@@ -139,8 +136,7 @@ Result<int, std::string> Announcer::neighbourAdvertisement(const std::string& de
   to.sin6_family = AF_INET6;
   inet_pton(AF_INET6, "ff02::1", &to.sin6_addr);
   to.sin6_scope_id = index;
-  if (sendto(fd.get(), p.data(), p.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) <
-      0) {
+  if (sendto(fd, p.data(), p.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0) {
     return unexpected(errnoText("unsolicited NA for " + ip.toString() + " on " + dev));
   }
   return 1;

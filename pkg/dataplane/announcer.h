@@ -17,6 +17,11 @@ namespace egress::dataplane {
 
 class Announcer {
  public:
+  Announcer() = default;
+  ~Announcer();
+  Announcer(const Announcer&) = delete;
+  Announcer& operator=(const Announcer&) = delete;
+
   // The number of packets sent for `ip` on `dev` (2 for IPv4, 1 for IPv6).
   Result<int, std::string> announce(const std::string& dev, const ipam::Address& ip);
   // Every packet sent so far.
@@ -26,6 +31,12 @@ class Announcer {
   Result<int, std::string> arp(const std::string& dev, const ipam::Address& ip);
   Result<int, std::string> neighbourAdvertisement(const std::string& dev, const ipam::Address& ip);
 
+  // The sockets, opened at the first announcement and kept: closing an AF_PACKET socket waits
+  // for an RCU grace period (packet_release's synchronize_net), measured at 12 ms here, so a
+  // socket per address made a round for a hundred held addresses take a second, during which
+  // the sync that sent it programmed nothing else.
+  int arpSocket_ = -1;
+  int naSocket_ = -1;
   uint64_t sent_ = 0;
 };
 

@@ -640,6 +640,7 @@ class AgentBench {
     if (one.added == 0) {
       return "the lone pod's transaction was not seen";
     }
+    const double aloneMs = ms(*monitor.added(addressKey(ip)) - alone);
     monitor.stop();
 
     const double p50 = percentile(latencies, 0.50);
@@ -650,22 +651,22 @@ class AgentBench {
         "in %.1f s; first programming %.2f s, RSS %.1f MiB (peak %.1f MiB); churn %zu pods in "
         "%.1f s: PATCH to kernel p50 %.0f ms, p99 %.0f ms, max %.0f ms, %zu transactions, "
         "agent CPU %.2f s per 1,000 pods; RSS after %.1f MiB (peak %.1f MiB); one pod alone: "
-        "%d elements added, %d removed, %zu bytes; notifications lost: %d\n",
+        "%.0f ms, %d elements added, %d removed, %zu bytes; notifications lost: %d\n",
         sources, kNodes, kPolicies, kEgressIPs, writeSeconds, first, rssFirst / (1 << 20),
         peakFirst / (1 << 20), sent.size(), churnSeconds, p50, p99,
         *std::max_element(latencies.begin(), latencies.end()), churnTxns.size(), perThousand,
-        rssChurn / (1 << 20), peakChurn / (1 << 20), one.added, one.removed, one.bytes,
+        rssChurn / (1 << 20), peakChurn / (1 << 20), aloneMs, one.added, one.removed, one.bytes,
         monitor.overflows());
     std::printf(
         "{\"figure\":\"agent_scale\",\"sources\":%d,\"nodes\":%d,\"policies\":%d,"
         "\"egress_ips\":%d,\"first_programming_s\":%.3f,\"rss_first_mib\":%.1f,"
         "\"peak_first_mib\":%.1f,\"churn_pods\":%zu,\"churn_rate\":%d,\"change_p50_ms\":%.1f,"
         "\"change_p99_ms\":%.1f,\"transactions\":%zu,\"cpu_s_per_1000\":%.3f,"
-        "\"rss_mib\":%.1f,\"peak_mib\":%.1f,\"txn_elements_added\":%d,"
+        "\"rss_mib\":%.1f,\"peak_mib\":%.1f,\"alone_ms\":%.1f,\"txn_elements_added\":%d,"
         "\"txn_elements_removed\":%d,\"txn_bytes\":%zu}\n",
         sources, kNodes, kPolicies, kEgressIPs, first, rssFirst / (1 << 20), peakFirst / (1 << 20),
         sent.size(), rate_, p50, p99, churnTxns.size(), perThousand, rssChurn / (1 << 20),
-        peakChurn / (1 << 20), one.added, one.removed, one.bytes);
+        peakChurn / (1 << 20), aloneMs, one.added, one.removed, one.bytes);
     if (last) {
       std::printf(
           "[ bench ] a real pod added during the churn left with its egress IP %.1f s "
