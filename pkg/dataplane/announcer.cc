@@ -8,6 +8,7 @@
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
+#include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -62,7 +63,9 @@ Result<int, std::string> Announcer::arp(const std::string& dev, const ipam::Addr
     return unexpected("gratuitous ARP: no device " + dev);
   }
   if (arpSocket_ < 0) {
-    arpSocket_ = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_ARP));
+    // Protocol 0: a send-only socket. With ETH_P_ARP it would also receive every ARP frame of
+    // every device, and, never read, keep its queue full.
+    arpSocket_ = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (arpSocket_ < 0) {
       return unexpected(errnoText("gratuitous ARP: AF_PACKET socket"));
     }
@@ -111,6 +114,15 @@ Result<int, std::string> Announcer::neighbourAdvertisement(const std::string& de
     naSocket_ = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6);
     if (naSocket_ < 0) {
       return unexpected(errnoText("unsolicited NA: raw ICMPv6 socket"));
+    }
+    // Send-only: a raw ICMPv6 socket receives every ICMPv6 packet unless its filter blocks them.
+    icmp6_filter none;
+    ICMP6_FILTER_SETBLOCKALL(&none);
+    if (setsockopt(naSocket_, IPPROTO_ICMPV6, ICMP6_FILTER, &none, sizeof none) < 0) {
+      auto error = errnoText("unsolicited NA: ICMP6_FILTER");
+      close(naSocket_);
+      naSocket_ = -1;
+      return unexpected(error);
     }
   }
   const int fd = naSocket_;

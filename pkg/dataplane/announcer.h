@@ -31,7 +31,8 @@ class Announcer {
   Result<int, std::string> arp(const std::string& dev, const ipam::Address& ip);
   Result<int, std::string> neighbourAdvertisement(const std::string& dev, const ipam::Address& ip);
 
-  // The sockets, opened at the first announcement and kept: closing an AF_PACKET socket waits
+  // The sockets (send-only: they receive nothing), opened at the first announcement and kept:
+  // closing an AF_PACKET socket waits
   // for an RCU grace period (packet_release's synchronize_net), measured at 12 ms here, so a
   // socket per address made a round for a hundred held addresses take a second, during which
   // the sync that sent it programmed nothing else.

@@ -223,7 +223,8 @@ Result<std::map<std::string, NftCount>, std::string> NftApplier::counters(
   }
 }
 
-Result<NftApplier::Change, std::string> NftApplier::apply(const NftTable& table) {
+Result<NftApplier::Change, std::string> NftApplier::apply(
+    const NftTable& table, const std::function<void()>& beforeReplace) {
   const auto kernel = tag(table.name);
   // At rest (every sync, once a second) nothing is hashed: the table is what was applied, and
   // the kernel still has its digest.
@@ -251,6 +252,9 @@ Result<NftApplier::Change, std::string> NftApplier::apply(const NftTable& table)
     // The kernel refused it (someone changed the table under us): replace it whole below.
   }
   applied_.reset();
+  if (beforeReplace) {
+    beforeReplace();
+  }
   auto r = run(renderNftJson(table).json);
   // libnftables parses a whole table's JSON into a tree many times its size and frees it; give
   // those pages back, or the agent's RSS stays at its largest transaction's peak.
@@ -260,10 +264,6 @@ Result<NftApplier::Change, std::string> NftApplier::apply(const NftTable& table)
   }
   applied_ = Applied{table, digest, std::move(shape)};
   return Change{Change::Kind::kReplaced, 0};
-}
-
-bool NftApplier::replaces(const NftTable& table) const {
-  return !applied_ || !nftSameShape(applied_->table, table);
 }
 
 Result<Ok, std::string> NftApplier::remove(const std::string& tableName) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,11 +44,11 @@ class NftApplier {
     Kind kind = Kind::kNone;
     size_t elements = 0;  // with kElements: how many were deleted or added
   };
-  Result<Change, std::string> apply(const NftTable& table);
-  // Whether apply(table) will replace the table whole (nothing applied by this applier yet, or
-  // another shape), so that its counters start again at 0. An element transaction the kernel
-  // refuses is a replacement too, which this cannot foresee.
-  bool replaces(const NftTable& table) const;
+  // `beforeReplace` runs right before the table is replaced whole (its counters then start
+  // again at 0), whatever the reason: nothing applied by this applier yet, another shape, a
+  // kernel table that is not what was applied, an element transaction the kernel refused.
+  Result<Change, std::string> apply(const NftTable& table,
+                                    const std::function<void()>& beforeReplace = {});
   // Removes the table; succeeds when there is none.
   Result<Ok, std::string> remove(const std::string& tableName);
   // The digest in the kernel's table's tag element; nullopt when the table or the tag is absent.

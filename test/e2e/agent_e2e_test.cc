@@ -319,12 +319,9 @@ TEST_F(AgentE2E, APeersRenewalsAndANodesOtherFieldsQueueNoSync) {
   });
   EXPECT_LE(nodeSyncs, nodeSeconds + 3) << kWrites << " label writes in " << nodeSeconds << " s";
   controlPlane().kubectl({"label", "node", node_, "egw-e2e/touch-"});
-  // A write it does need still syncs at once: a peer's Lease deleted.
-  const double before = metric("controller_runtime_reconcile_total");
-  ASSERT_TRUE(
-      controlPlane().kubectl({"delete", "lease", "-n", kLeaseNs, "egw-agent-" + peer}).ok());
-  EXPECT_TRUE(
-      eventually([&] { return metric("controller_runtime_reconcile_total") > before; }, 30s));
+  // That writes which do change the view still sync at once is not shown here: the resync
+  // (1 s) would hide a missing one. dataplane_e2e's failover cases show a stale holder's and a
+  // returning one's effect on packets.
   EXPECT_EQ(metric("egw_agent_sync_errors_total"), 0) << agent_->log();
 }
 

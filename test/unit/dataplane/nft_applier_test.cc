@@ -281,27 +281,32 @@ TEST_F(NftApplierTest, AChangedPickIsItsDeletionAndAdditionAndEndsAsAFreshRender
   EXPECT_EQ(incremental, canonical(*fresh.list("egw")));
 }
 
-// replaces() foretells what apply() does (the agent reads the counters before a replacement,
-// which starts them at 0): a replacement for an applier that applied nothing yet and for another
-// shape, an element transaction for the same shape.
-TEST_F(NftApplierTest, ReplacesForetellsAReplacementButNotAnElementTransaction) {
+// apply()'s beforeReplace runs right before each replacement (the agent reads the counters
+// there, since a replaced table starts them at 0) and never for an element transaction or a
+// table that is already right: a first apply, another shape, and a kernel table that someone
+// else changed each run it once.
+TEST_F(NftApplierTest, BeforeReplaceRunsBeforeEachReplacementAndOnlyThen) {
   const auto before = tableWithSources(100);
-  auto morePods = before;
-  morePods.policies[0].picks[0].pop_back();
-  ASSERT_TRUE(nftSameShape(before, morePods));
+  auto fewerPods = before;
+  fewerPods.policies[0].picks[0].pop_back();
+  ASSERT_TRUE(nftSameShape(before, fewerPods));
   auto otherShape = before;
   otherShape.policies.pop_back();
   ASSERT_FALSE(nftSameShape(before, otherShape));
   NftApplier nft;
-  EXPECT_TRUE(nft.replaces(before));
-  ASSERT_EQ(nft.apply(before)->kind, Kind::kReplaced);
-  EXPECT_FALSE(nft.replaces(before));
-  EXPECT_FALSE(nft.replaces(morePods));
-  EXPECT_TRUE(nft.replaces(otherShape));
-  ASSERT_EQ(nft.apply(morePods)->kind, Kind::kElements);
-  EXPECT_TRUE(nft.replaces(otherShape));
-  ASSERT_EQ(nft.apply(otherShape)->kind, Kind::kReplaced);
-  EXPECT_FALSE(nft.replaces(otherShape));
+  int replacements = 0;
+  const auto count = [&] { ++replacements; };
+  ASSERT_EQ(nft.apply(before, count)->kind, Kind::kReplaced);
+  EXPECT_EQ(replacements, 1);
+  ASSERT_EQ(nft.apply(before, count)->kind, Kind::kNone);
+  ASSERT_EQ(nft.apply(fewerPods, count)->kind, Kind::kElements);
+  EXPECT_EQ(replacements, 1);
+  ASSERT_EQ(nft.apply(otherShape, count)->kind, Kind::kReplaced);
+  EXPECT_EQ(replacements, 2);
+  // The table changed under the applier: replaced, and counted as such.
+  ASSERT_TRUE(NftApplier().remove("egw").ok());
+  ASSERT_EQ(nft.apply(otherShape, count)->kind, Kind::kReplaced);
+  EXPECT_EQ(replacements, 3);
 }
 
 // nftSameShape stands in for comparing shape digests (the applier reuses the last shape digest
