@@ -62,6 +62,7 @@
 #include "test/bench/nft_monitor.h"
 #include "test/e2e/dataplane_cluster.h"
 #include "test/e2e/operator_helpers.h"
+#include "test/e2e/testenv/control_plane.h"
 #include "test/e2e/testenv/environment.h"
 #include "test/e2e/testenv/owned_control_plane.h"
 #include <fcntl.h>
@@ -156,16 +157,14 @@ double ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
+// A shell command's output (stdout and stderr).
 std::string capture(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r"); p != nullptr) {
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) {
-      out.append(buf, n);
-    }
-    pclose(p);
-  }
-  return out;
+  return testenv::runCommand({"/bin/sh", "-c", cmd}).output;
+}
+
+// Node i's agent's /metrics, read inside its namespace.
+std::string agentMetrics(int i) {
+  return capture("ip netns exec " + Cluster::node(i) + " curl -s http://127.0.0.1:9402/metrics");
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -446,10 +445,7 @@ class AgentBench {
     return failures == 0 ? "" : std::to_string(failures) + " slice writes failed";
   }
 
-  std::string metrics() const {
-    return capture("ip netns exec " + Cluster::node(1) + " curl -s http://127.0.0.1:9402/metrics");
-  }
-  double metric(const std::string& name) const { return e2e::metricSum(metrics(), name); }
+  double metric(const std::string& name) const { return e2e::metricSum(agentMetrics(1), name); }
   double procBytes(const char* field) const {
     return static_cast<double>(procStatusBytes(std::to_string(agentPid_), field));
   }
@@ -733,21 +729,17 @@ class AgentBench {
       if (auto e = cluster_.startAgent(i); !e.empty()) {
         return e;
       }
-      const std::string ns = Cluster::node(i);
       double synced = 0;
-      auto agentMetrics = [&] {
-        return capture("ip netns exec " + ns + " curl -s http://127.0.0.1:9402/metrics");
-      };
       e2e::eventually(
           [&] {
             synced =
-                e2e::metricSum(agentMetrics(), "egw_agent_last_successful_sync_timestamp_seconds");
+                e2e::metricSum(agentMetrics(i), "egw_agent_last_successful_sync_timestamp_seconds");
             return synced > 0;
           },
           120s);
       // Its first syncs, not only the first: three resyncs more.
       std::this_thread::sleep_for(3500ms);
-      const double changes = e2e::metricSum(agentMetrics(), "egw_agent_kernel_changes_total");
+      const double changes = e2e::metricSum(agentMetrics(i), "egw_agent_kernel_changes_total");
       std::printf(
           "[ bench ] agent %d restarted over the state: first sync %.2f s after its "
           "start, kernel changes %.0f\n",
