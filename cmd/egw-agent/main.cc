@@ -16,6 +16,7 @@
 #include "pkg/agent/host_address.h"
 #include "pkg/agent/lease_renewer.h"
 #include "pkg/apis/validation/names.h"
+#include "pkg/base/heap.h"
 #include "pkg/cli/flag_set.h"
 #include "pkg/controllerruntime/manager.h"
 #include "pkg/dataplane/cluster_view.h"
@@ -44,6 +45,8 @@ std::string envOr(const char* name, const std::string& fallback) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The loop and the kernel's worker thread take turns with large states (heap.h).
+  egress::base::useOneArena();
   egress::cli::FlagSet flags("egw-agent");
   bool showHelp = false;
   bool showVersion = false;

@@ -102,9 +102,9 @@ Agent::Agent(controllerruntime::Controller::Options base, AgentOptions options,
       metrics_(registry) {}
 
 Result<Ok, std::string> Agent::watchResources(cache::SharedInformerFactory& factory) {
-  nodes_ = &factory.informerFor<core::Node>(kNodes, core::decodeNode);
+  nodes_ = &factory.informerFor<core::Node>(kNodes, core::decodeNode, "", "", dataplane::stripNode);
   slices_ = &factory.informerFor<networking::v1alpha1::EgressPolicySlice>(
-      kSlices, networking::v1alpha1::decodeEgressPolicySlice);
+      kSlices, networking::v1alpha1::decodeEgressPolicySlice, "", "", dataplane::stripSlice);
   pools_ = &factory.informerFor<networking::v1alpha1::IPAMPool>(
       kPools, networking::v1alpha1::decodeIPAMPool);
   configs_ = &factory.informerFor<networking::v1alpha1::OperatorConfig>(

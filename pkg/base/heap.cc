@@ -14,4 +14,10 @@ void releaseFreeHeap() {
 #endif
 }
 
+void useOneArena() {
+#if defined(__GLIBC__)
+  mallopt(M_ARENA_MAX, 1);
+#endif
+}
+
 }  // namespace egress::base

@@ -15,4 +15,11 @@ namespace egress::base {
 // other C libraries. It walks the free lists: cheap next to a LIST, too costly per event.
 void releaseFreeHeap();
 
+// Makes every thread allocate from one malloc arena (glibc's M_ARENA_MAX = 1); a no-op with
+// other C libraries. Call it before any thread starts. For a process whose threads take turns
+// with the heap rather than share it under load: with an arena per thread, each keeps its own
+// high-water mark of freed pages between trims. Measured on egw-agent at 100,000 source pods
+// (agent_bench, after churn): 106 MiB of RSS with one arena, 130 MiB with glibc's default.
+void useOneArena();
+
 }  // namespace egress::base

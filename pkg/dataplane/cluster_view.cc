@@ -51,6 +51,11 @@ std::vector<ipam::Prefix> prefixes(const std::vector<std::string>& texts, const 
   return out;
 }
 
+// The Node addresses a NodeView keeps.
+bool isViewAddress(const std::string& type) {
+  return type == "InternalIP" || type == "ExternalIP";
+}
+
 // Every sync runs this over every source of the cluster: no string or vector is made per source
 // unless its address is bad.
 void addSources(const EgressPolicySlice& slice, PolicyView& v, const Problems& problems) {
@@ -69,11 +74,37 @@ void addSources(const EgressPolicySlice& slice, PolicyView& v, const Problems& p
 
 }  // namespace
 
+void stripNode(core::Node& node) {
+  auto& m = node.metadata;
+  m.labels = meta::StringMap();
+  m.annotations = meta::StringMap();
+  m.ownerReferences = {};
+  m.finalizers = {};
+  node.taints = {};
+  node.conditions = {};
+  std::erase_if(node.addresses, [](const core::NodeAddress& a) { return !isViewAddress(a.type); });
+}
+
+void stripSlice(EgressPolicySlice& slice) {
+  auto& m = slice.metadata;
+  // Assigned, not cleared: a cleared container keeps its capacity.
+  m.labels = meta::StringMap();
+  m.annotations = meta::StringMap();
+  m.ownerReferences = {};
+  m.finalizers = {};
+  for (auto& s : slice.spec.sources) {
+    if (std::all_of(s.ips.begin(), s.ips.end(),
+                    [](const std::string& text) { return ipam::parseAddress(text).has_value(); })) {
+      s.pod = std::string();
+    }
+  }
+}
+
 NodeView nodeView(const core::Node& node) {
   NodeView v;
   v.name = node.metadata.name;
   for (const auto& a : node.addresses) {
-    if (a.type != "InternalIP" && a.type != "ExternalIP") {
+    if (!isViewAddress(a.type)) {
       continue;
     }
     auto ip = ipam::parseAddress(a.address);

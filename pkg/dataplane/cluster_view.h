@@ -113,6 +113,19 @@ std::vector<PolicyView> policyViews(
     const std::vector<std::shared_ptr<const networking::v1alpha1::EgressPolicySlice>>& slices,
     std::vector<Problem>* problems);
 
+// The transform of the agent's Node informer: the name, the InternalIP and ExternalIP addresses
+// and the pod CIDRs, all that nodeView reads. A cloud's Node carries tens of labels and
+// annotations, taints and conditions: kilobytes a node, which no sync reads.
+void stripNode(core::Node& node);
+
+// The transform of the agent's slice informer: keeps what policyViews reads. A source's pod name
+// is read only to name a source whose address does not parse, so only such a source keeps it: a
+// pod named as a Deployment names them is longer than std::string holds inline, and 100,000 such
+// names hold 3 MiB of heap in 32-byte blocks (agent_bench, one run each: 92 MiB of RSS after the
+// first programming with this transform, 113 MiB without). Labels, annotations, owner
+// references and finalizers are never read.
+void stripSlice(networking::v1alpha1::EgressPolicySlice& slice);
+
 // The node of an agent's Lease name ("egw-agent-<node>"), or nullopt for any other Lease.
 std::optional<std::string> agentLeaseNode(std::string_view leaseName);
 

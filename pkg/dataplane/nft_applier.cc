@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -15,20 +16,28 @@
 
 namespace egress::dataplane {
 
-NftApplier::NftApplier() : ctx_(nft_ctx_new(NFT_CTX_DEFAULT)), netfilter_(NETLINK_NETFILTER) {
-  nft_ctx_buffer_output(ctx_);
-  nft_ctx_buffer_error(ctx_);
-  nft_ctx_output_set_flags(ctx_, NFT_CTX_OUTPUT_JSON);
-}
+NftApplier::NftApplier() : netfilter_(NETLINK_NETFILTER) {}
 
-NftApplier::~NftApplier() {
-  nft_ctx_free(ctx_);
-}
+NftApplier::~NftApplier() = default;
 
+// A context of its own for each command. After a command a libnftables context keeps its cache of
+// the kernel's ruleset: every set and chain of every table (9.6 MB at 5,000 policies), and after a
+// replacement the whole parsed table with its elements (178 MB at 100,000 source pods; both
+// measured with heaptrack), until the next command. That cache is fetched again whenever the
+// ruleset's generation moved, which each of our commits does, so keeping it saved nothing; and
+// while it lived, malloc_trim could not give the replacement's pages back (the agent stayed at
+// 290 MiB of RSS where 100 MiB were in use). A new context costs 26 us.
 Result<std::string, std::string> NftApplier::run(const std::string& commands) {
-  int rc = nft_run_cmd_from_buffer(ctx_, commands.c_str());
-  std::string out = nft_ctx_get_output_buffer(ctx_);
-  std::string err = nft_ctx_get_error_buffer(ctx_);
+  std::unique_ptr<nft_ctx, void (*)(nft_ctx*)> ctx(nft_ctx_new(NFT_CTX_DEFAULT), nft_ctx_free);
+  if (ctx == nullptr) {
+    return unexpected(std::string("nft: cannot make a libnftables context"));
+  }
+  nft_ctx_buffer_output(ctx.get());
+  nft_ctx_buffer_error(ctx.get());
+  nft_ctx_output_set_flags(ctx.get(), NFT_CTX_OUTPUT_JSON);
+  int rc = nft_run_cmd_from_buffer(ctx.get(), commands.c_str());
+  std::string out = nft_ctx_get_output_buffer(ctx.get());
+  std::string err = nft_ctx_get_error_buffer(ctx.get());
   if (rc != 0) {
     // Result<string, string>: only unexpected() makes an error of a string.
     return unexpected("nft: " + (err.empty() ? std::string("failed") : err));
@@ -256,8 +265,9 @@ Result<NftApplier::Change, std::string> NftApplier::apply(
     beforeReplace();
   }
   auto r = run(renderNftJson(table).json);
-  // libnftables parses a whole table's JSON into a tree many times its size and frees it; give
-  // those pages back, or the agent's RSS stays at its largest transaction's peak.
+  // libnftables parses a whole table's JSON into a tree many times its size, and its context
+  // (gone now: run) freed it; give those pages back, or the agent's RSS stays at its largest
+  // transaction's peak.
   malloc_trim(0);
   if (!r) {
     return unexpected(r.error());

@@ -9,7 +9,7 @@
 // rewrites the tag. Anything else (a first apply, a changed shape, a kernel that is not what was
 // applied, a delta the kernel refuses) replaces the table whole: the recovery path. And the
 // fence tables (fence.h), whose held elements time out unless refreshed.
-// One libnftables context, used serially (it is not thread-safe).
+// Used serially: one command at a time.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +23,6 @@
 #include "pkg/dataplane/fence.h"
 #include "pkg/dataplane/nft_ruleset.h"
 #include "pkg/dataplane/rtnetlink.h"
-
-struct nft_ctx;
 
 namespace egress::dataplane {
 
@@ -73,7 +71,6 @@ class NftApplier {
   };
   std::optional<Tag> tag(const std::string& tableName);
 
-  nft_ctx* ctx_;
   Rtnetlink netfilter_;
   // What this applier last put in the kernel, and its digest and shape digest.
   struct Applied {

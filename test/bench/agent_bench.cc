@@ -125,9 +125,17 @@ std::string sourceJson(const std::string& pod, const std::string& node, const st
   return R"({"pod":")" + pod + R"(","node":")" + node + R"(","ips":[")" + ip + R"("]})";
 }
 
+// Named as a Deployment names its pods (<deployment>-<pod-template-hash>-<suffix>): longer than
+// std::string keeps inline, as real names are.
+std::string podName(const char* kind, int k) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s-web-7d9c8b6f5d-%06d", kind, k);
+  return buf;
+}
+
 std::string sourceOf(int k) {
   const int policy = k % kPolicies;
-  return sourceJson("s" + std::to_string(k), nodeName((k + 37 * (k / kPolicies)) % kNodes),
+  return sourceJson(podName("s", k), nodeName((k + 37 * (k / kPolicies)) % kNodes),
                     sourceIP(k, isV6(policy)));
 }
 
@@ -559,8 +567,8 @@ class AgentBench {
       const int k = next_++;
       const int policy = policyDist(rng);
       const std::string ip = sourceIP(k, isV6(policy));
-      sent.emplace_back(ip, addPod(policy, "c" + std::to_string(k), nodeName(nodeDist(rng)), ip,
-                                   monitor, &error));
+      sent.emplace_back(
+          ip, addPod(policy, podName("c", k), nodeName(nodeDist(rng)), ip, monitor, &error));
       if (last && c == changes / 2) {
         // A real pod, during the churn: it must leave with policy 0's egress IP.
         const auto at = addPod(0, "bp1", Cluster::node(1), kPod1, monitor, &error);
@@ -627,7 +635,7 @@ class AgentBench {
     const int k = next_++;
     const std::string ip = sourceIP(k, false);
     const auto alone =
-        addPod(kEgressIPs / 2 - 1, "a" + std::to_string(k), nodeName(400), ip, monitor, &error);
+        addPod(kEgressIPs / 2 - 1, podName("a", k), nodeName(400), ip, monitor, &error);
     if (!error.empty()) {
       return error;
     }

@@ -411,6 +411,11 @@ std::unique_ptr<testenv::ChildProcess> DataplaneCluster::confinedAgent(
           chartCaps_ + " -- \"$@\"",
       "agent",
       EGRESS_AGENT_BINARY};
+  if (const char* wrapper = std::getenv("EGW_BENCH_AGENT_WRAPPER");
+      wrapper != nullptr && *wrapper != '\0' && i == 1) {
+    argv.back() = wrapper;
+    argv.push_back(EGRESS_AGENT_BINARY);
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   return inNamespace(node(i), std::move(argv), name);
 }

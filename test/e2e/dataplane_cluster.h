@@ -151,6 +151,8 @@ class DataplaneCluster {
   std::string tokenKubeconfig(const std::string& token, const std::string& name);
   // egw-agent in node i's namespace confined as the chart confines it (/proc/sys read-only, only
   // the chart's capabilities, no privilege escalation), `args` after the binary; check error().
+  // For profiling: with $EGW_BENCH_AGENT_WRAPPER set, node 1's agent runs as `$wrapper binary
+  // args...` (a script that sets heaptrack's LD_PRELOAD, say, and execs the rest).
   std::unique_ptr<testenv::ChildProcess> confinedAgent(int i, std::vector<std::string> args,
                                                        const std::string& name);
   // The chart's init container command (after prepareAgents()).

@@ -160,6 +160,66 @@ TEST(ClusterView, AddressesThatDoNotParseAreSkippedAndNamed) {
   EXPECT_EQ(policyViews({std::make_shared<EgressPolicySlice>(head)}, nullptr).size(), 1U);
 }
 
+TEST(ClusterView, AStrippedNodeGivesTheSameView) {
+  core::Node node;
+  node.metadata.name = "n1";
+  node.metadata.labels = meta::StringMap({{"topology.kubernetes.io/zone", "a"}});
+  node.metadata.annotations = meta::StringMap({{"node.alpha.kubernetes.io/ttl", "0"}});
+  node.unschedulable = true;
+  node.taints = {{"dedicated", "egress", "NoSchedule"}};
+  node.conditions = {{"Ready", "True"}};
+  node.podCIDRs = {"10.244.1.0/24", "fd00:244:1::/64"};
+  node.addresses = {{"Hostname", "n1"},
+                    {"InternalIP", "192.168.1.11"},
+                    {"ExternalIP", "203.0.113.11"},
+                    {"InternalDNS", "n1.internal"},
+                    {"InternalIP", "fd00:1::11"}};
+  auto stripped = node;
+  stripNode(stripped);
+  EXPECT_TRUE(stripped.metadata.labels.empty());
+  EXPECT_TRUE(stripped.metadata.annotations.empty());
+  EXPECT_THAT(stripped.taints, IsEmpty());
+  EXPECT_THAT(stripped.conditions, IsEmpty());
+  EXPECT_EQ(stripped.addresses.size(), 3U);
+  EXPECT_EQ(nodeView(stripped), nodeView(node));
+  EXPECT_EQ(nodeView(stripped).addresses.size(), 3U);
+  EXPECT_EQ(nodeView(stripped).podCIDRs.size(), 2U);
+}
+
+TEST(ClusterView, AStrippedSliceGivesTheSameViewAndProblems) {
+  auto head = slice("shop.web.0", "shop", "web", "uid-1");
+  head.metadata.labels = meta::StringMap({{"egressgateway.dev/policy", "web"}});
+  head.metadata.annotations = meta::StringMap({{"note", "anything"}});
+  head.metadata.finalizers = {"example.com/keep"};
+  head.metadata.ownerReferences = {{"v1", "ConfigMap", "cm", "cm-uid", true, false}};
+  head.spec.gateway = gateway();
+  head.spec.sources = {{"web-7d9c8b6f5d-x2x7k-long-enough", "n1", {"10.244.1.2", "fd00::2"}},
+                       {"web-7d9c8b6f5d-badaddress-pod", "n2", {"10.244.2.3", "10.244.2"}}};
+  auto stripped = head;
+  stripSlice(stripped);
+  EXPECT_TRUE(stripped.metadata.labels.empty());
+  EXPECT_TRUE(stripped.metadata.annotations.empty());
+  EXPECT_THAT(stripped.metadata.finalizers, IsEmpty());
+  EXPECT_THAT(stripped.metadata.ownerReferences, IsEmpty());
+  // Only the source whose address does not parse keeps its name: its problem names it.
+  EXPECT_EQ(stripped.spec.sources[0].pod, "");
+  EXPECT_EQ(stripped.spec.sources[1].pod, "web-7d9c8b6f5d-badaddress-pod");
+  EXPECT_EQ(stripped.metadata.name, head.metadata.name);
+  EXPECT_EQ(stripped.spec.gateway, head.spec.gateway);
+
+  std::vector<Problem> before;
+  std::vector<Problem> after;
+  auto original = policyViews({std::make_shared<EgressPolicySlice>(head)}, &before);
+  auto fromStripped = policyViews({std::make_shared<EgressPolicySlice>(stripped)}, &after);
+  ASSERT_EQ(original.size(), 1U);
+  ASSERT_EQ(fromStripped.size(), 1U);
+  EXPECT_EQ(texts(fromStripped[0].sources), texts(original[0].sources));
+  EXPECT_EQ(fromStripped[0].slots.size(), original[0].slots.size());
+  EXPECT_EQ(after, before);
+  ASSERT_EQ(after.size(), 1U);
+  EXPECT_THAT(after[0].message, HasSubstr("web-7d9c8b6f5d-badaddress-pod"));
+}
+
 TEST(ClusterView, AgentLeaseNames) {
   EXPECT_EQ(agentLeaseNode("egw-agent-n1"), "n1");
   EXPECT_EQ(agentLeaseNode("egw-agent-"), std::nullopt);
