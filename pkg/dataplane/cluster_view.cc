@@ -56,6 +56,15 @@ bool isViewAddress(const std::string& type) {
   return type == "InternalIP" || type == "ExternalIP";
 }
 
+// What neither transform keeps of an object's metadata: the agent reads none of it. Assigned,
+// not cleared: a cleared container keeps its capacity.
+void stripMetadata(meta::ObjectMeta& m) {
+  m.labels = meta::StringMap();
+  m.annotations = meta::StringMap();
+  m.ownerReferences = {};
+  m.finalizers = {};
+}
+
 // Every sync runs this over every source of the cluster: no string or vector is made per source
 // unless its address is bad.
 void addSources(const EgressPolicySlice& slice, PolicyView& v, const Problems& problems) {
@@ -75,23 +84,14 @@ void addSources(const EgressPolicySlice& slice, PolicyView& v, const Problems& p
 }  // namespace
 
 void stripNode(core::Node& node) {
-  auto& m = node.metadata;
-  m.labels = meta::StringMap();
-  m.annotations = meta::StringMap();
-  m.ownerReferences = {};
-  m.finalizers = {};
+  stripMetadata(node.metadata);
   node.taints = {};
   node.conditions = {};
   std::erase_if(node.addresses, [](const core::NodeAddress& a) { return !isViewAddress(a.type); });
 }
 
 void stripSlice(EgressPolicySlice& slice) {
-  auto& m = slice.metadata;
-  // Assigned, not cleared: a cleared container keeps its capacity.
-  m.labels = meta::StringMap();
-  m.annotations = meta::StringMap();
-  m.ownerReferences = {};
-  m.finalizers = {};
+  stripMetadata(slice.metadata);
   for (auto& s : slice.spec.sources) {
     if (std::all_of(s.ips.begin(), s.ips.end(),
                     [](const std::string& text) { return ipam::parseAddress(text).has_value(); })) {

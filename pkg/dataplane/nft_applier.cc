@@ -5,13 +5,13 @@
 #include <memory>
 #include <vector>
 
+#include "pkg/base/heap.h"
 #include <arpa/inet.h>
 #include <endian.h>
 #include <libmnl/libmnl.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
-#include <malloc.h>
 #include <nftables/libnftables.h>
 
 namespace egress::dataplane {
@@ -25,8 +25,8 @@ NftApplier::~NftApplier() = default;
 // replacement the whole parsed table with its elements (178 MB at 100,000 source pods; both
 // measured with heaptrack), until the next command. That cache is fetched again whenever the
 // ruleset's generation moved, which each of our commits does, so keeping it saved nothing; and
-// while it lived, malloc_trim could not give the replacement's pages back (the agent stayed at
-// 290 MiB of RSS where 100 MiB were in use). A new context costs 26 us.
+// while it lived, releasing free heap could not give the replacement's pages back (the agent stayed
+// at 290 MiB of RSS where 100 MiB were in use). A new context costs 26 us.
 Result<std::string, std::string> NftApplier::run(const std::string& commands) {
   std::unique_ptr<nft_ctx, void (*)(nft_ctx*)> ctx(nft_ctx_new(NFT_CTX_DEFAULT), nft_ctx_free);
   if (ctx == nullptr) {
@@ -268,7 +268,7 @@ Result<NftApplier::Change, std::string> NftApplier::apply(
   // libnftables parses a whole table's JSON into a tree many times its size, and its context
   // (gone now: run) freed it; give those pages back, or the agent's RSS stays at its largest
   // transaction's peak.
-  malloc_trim(0);
+  base::releaseFreeHeap();
   if (!r) {
     return unexpected(r.error());
   }
