@@ -79,13 +79,15 @@ Result<std::string, std::string> encodeHeartbeat(const Heartbeat& hb) {
   Writer w;
   w.bytes(kMagic);
   w.u8(kVersion);
-  w.u8(hb.grant ? 1 : 0);
+  w.u8(hb.leaving ? 1 : 0);
   if (!w.name(hb.sender)) {
     return unexpected("heartbeat: sender name \"" + hb.sender + "\" is empty or too long");
   }
   w.be(hb.incarnation, 8);
   w.be(hb.seq, 8);
   w.be(hb.windowMs, 4);
+  w.be(hb.grantMs, 4);
+  w.be(hb.restartMs, 4);
   w.be(hb.echoIncarnation, 8);
   w.be(hb.echoSeq, 8);
   w.be(hb.dead.size(), 2);
@@ -128,14 +130,19 @@ Result<Heartbeat, std::string> decodeHeartbeat(std::string_view bytes) {
                       std::to_string(kVersion));
   }
   Heartbeat hb;
-  hb.grant = (flags & 1U) != 0;
+  hb.leaving = (flags & 1U) != 0;
   uint64_t window = 0;
+  uint64_t grant = 0;
+  uint64_t restart = 0;
   uint64_t deadCount = 0;
   if (!r.name(&hb.sender) || !r.be(8, &hb.incarnation) || !r.be(8, &hb.seq) || !r.be(4, &window) ||
-      !r.be(8, &hb.echoIncarnation) || !r.be(8, &hb.echoSeq) || !r.be(2, &deadCount)) {
+      !r.be(4, &grant) || !r.be(4, &restart) || !r.be(8, &hb.echoIncarnation) ||
+      !r.be(8, &hb.echoSeq) || !r.be(2, &deadCount)) {
     return unexpected(std::string("heartbeat: truncated"));
   }
   hb.windowMs = static_cast<uint32_t>(window);
+  hb.grantMs = static_cast<uint32_t>(grant);
+  hb.restartMs = static_cast<uint32_t>(restart);
   for (uint64_t i = 0; i < deadCount; ++i) {
     std::string d;
     if (!r.name(&d)) {

@@ -6,8 +6,10 @@
 namespace egress::agent {
 namespace {
 
-// Seqs (and so promises) older than this are not looked up: no window is longer.
+// Seqs older than this are not looked up: a promise written after one stands no longer.
 constexpr std::chrono::seconds kMaxWindow{60};
+// No promise is taken for longer (the restart grace's limit).
+constexpr std::chrono::minutes kMaxPromise{5};
 
 // The k-th latest of `ends` (1-based), if there are k.
 std::optional<Clock::TimePoint> kthLatest(std::vector<Clock::TimePoint> ends, size_t k) {
@@ -35,6 +37,10 @@ Result<Ok, std::string> validateQuorumOptions(const QuorumOptions& options) {
   }
   if (options.window() > kMaxWindow) {
     return unexpected(std::string("the heartbeat timeout must be at most 60s"));
+  }
+  if (options.restartGrace < options.timeout || options.restartGrace > kMaxPromise) {
+    return unexpected(
+        std::string("the restart grace must be at least the heartbeat timeout and at most 5m"));
   }
   return Ok{};
 }
@@ -73,20 +79,21 @@ std::optional<PeerQuorum::TimePoint> PeerQuorum::sentAt(uint64_t seq) const {
   return rounds_[seq - rounds_.front().first].second;
 }
 
-PeerQuorum::TimePoint PeerQuorum::standsUntil(TimePoint echoed, uint32_t windowMs) {
+PeerQuorum::TimePoint PeerQuorum::standsUntil(TimePoint echoed, uint32_t ms) {
   // 2 % off for the two clocks' rates (NTP slews a monotonic clock by at most 0.05 %).
-  const std::chrono::microseconds window{static_cast<int64_t>(windowMs) * 1000};
+  const std::chrono::microseconds window{static_cast<int64_t>(ms) * 1000};
   return echoed + window - window / 50;
 }
 
-// Each promise waits a window after the last one of the other kind: a process's own start
-// counts as both, since it cannot know what its predecessor on this node promised.
+// A grant waits a window after the last dead vote, a dead vote for the end of the last grant. A
+// process's own start counts as both (a window, and the restart grace: the longest grant its
+// predecessor on this node may have given), since it cannot know what that one promised.
 bool PeerQuorum::canGrant(const Peer& p, TimePoint now) const {
   return now - std::max(start_, p.lastDead.value_or(start_)) >= options_.window();
 }
 
 bool PeerQuorum::canVoteDead(const Peer& p, TimePoint now) const {
-  return now - std::max(start_, p.lastGrant.value_or(start_)) >= options_.window();
+  return now >= std::max(start_ + options_.restartGrace, p.grantedUntil.value_or(start_));
 }
 
 std::vector<std::pair<std::string, Heartbeat>> PeerQuorum::round(TimePoint now) {
@@ -96,7 +103,7 @@ std::vector<std::pair<std::string, Heartbeat>> PeerQuorum::round(TimePoint now) 
     rounds_.pop_front();
   }
   std::vector<std::string> dead;
-  std::vector<std::string> grants;
+  std::map<std::string, uint32_t> grants;
   for (auto& [name, p] : peers_) {
     // Promises that ended weigh nothing.
     if (p.grantUntil && *p.grantUntil <= now) {
@@ -112,13 +119,15 @@ std::vector<std::pair<std::string, Heartbeat>> PeerQuorum::round(TimePoint now) 
     }
     const bool heardIt = heard(name, now);
     if (heardIt && canGrant(p, now)) {
-      p.lastGrant = now;
-      grants.push_back(name);
+      const auto ms = std::max(options_.window(), p.asks);
+      p.grantedUntil = std::max(p.grantedUntil.value_or(now), now + ms);
+      grants.emplace(name, static_cast<uint32_t>(ms.count()));
     } else if (!heardIt && canVoteDead(p, now)) {
       p.lastDead = now;
       dead.push_back(name);
     }
   }
+  trackLease(now);
   const auto window = static_cast<uint32_t>(options_.window().count());
   std::vector<std::pair<std::string, Heartbeat>> out;
   for (const auto& [name, p] : peers_) {
@@ -130,9 +139,13 @@ std::vector<std::pair<std::string, Heartbeat>> PeerQuorum::round(TimePoint now) 
     hb.incarnation = incarnation_;
     hb.seq = seq;
     hb.windowMs = window;
+    if (auto g = grants.find(name); g != grants.end()) {
+      hb.grantMs = g->second;
+    }
+    hb.leaving = leaving_;
+    hb.restartMs = leaving_ ? static_cast<uint32_t>(options_.restartGrace.count()) : 0;
     hb.echoIncarnation = p.incarnation;
     hb.echoSeq = p.seq;
-    hb.grant = std::binary_search(grants.begin(), grants.end(), name);
     hb.dead = dead;
     hb.claims = claims_;
     out.emplace_back(name, std::move(hb));
@@ -150,8 +163,9 @@ bool PeerQuorum::receive(const std::string& from, const Heartbeat& hb, TimePoint
     return false;  // a replay, or out of order
   }
   std::optional<TimePoint> echoed;
-  if (hb.echoIncarnation == incarnation_ && hb.windowMs > 0 &&
-      std::chrono::milliseconds(hb.windowMs) <= kMaxWindow) {
+  const auto within = [](uint32_t ms) { return std::chrono::milliseconds(ms) <= kMaxPromise; };
+  if (hb.echoIncarnation == incarnation_ && within(hb.windowMs) && within(hb.grantMs) &&
+      within(hb.restartMs)) {
     echoed = sentAt(hb.echoSeq);
   }
   if (!echoed) {
@@ -167,12 +181,17 @@ bool PeerQuorum::receive(const std::string& from, const Heartbeat& hb, TimePoint
   p.incarnation = hb.incarnation;
   p.seq = hb.seq;
   p.lastCounted = now;
+  p.echoed = echoed;
   // A promise stands to its end even if a later message does not repeat it: the sender keeps
   // it from the last time it wrote it.
-  const TimePoint until = standsUntil(*echoed, hb.windowMs);
-  if (hb.grant && (!p.grantUntil || *p.grantUntil < until)) {
-    p.grantUntil = until;
+  if (hb.grantMs > 0) {
+    const TimePoint granted = standsUntil(*echoed, hb.grantMs);
+    if (!p.grantUntil || *p.grantUntil < granted) {
+      p.grantUntil = granted;
+    }
   }
+  p.asks = hb.leaving ? std::chrono::milliseconds(hb.restartMs) : std::chrono::milliseconds(0);
+  const TimePoint until = standsUntil(*echoed, hb.windowMs);
   for (const auto& d : hb.dead) {
     auto [v, added] = p.votes.emplace(d, until);
     if (!added && v->second < until) {
@@ -180,7 +199,18 @@ bool PeerQuorum::receive(const std::string& from, const Heartbeat& hb, TimePoint
     }
   }
   p.claims = hb.claims;
+  trackLease(now);
   return true;
+}
+
+void PeerQuorum::trackLease(TimePoint now) {
+  const auto until = leaseUntil(now);
+  if (!until) {
+    leaseSince_.reset();
+  } else if (!leaseSince_ || !leaseSeenUntil_ || *leaseSeenUntil_ <= now) {
+    leaseSince_ = now;
+  }
+  leaseSeenUntil_ = until;
 }
 
 std::optional<PeerQuorum::TimePoint> PeerQuorum::leaseUntil(TimePoint now) const {
@@ -226,6 +256,11 @@ bool PeerQuorum::heard(const std::string& node, TimePoint now) const {
   auto it = peers_.find(node);
   return it != peers_.end() && it->second.lastCounted &&
          now - *it->second.lastCounted <= options_.grace();
+}
+
+bool PeerQuorum::current(const std::string& node, TimePoint now) const {
+  auto it = peers_.find(node);
+  return heard(node, now) && leaseSince_ && it->second.echoed && *it->second.echoed >= *leaseSince_;
 }
 
 std::vector<ipam::Address> PeerQuorum::claims(const std::string& node) const {

@@ -30,8 +30,14 @@
 // a majority of two is both, so losing one would stop the other too. A cluster split into
 // halves of equal size has no majority on either side and holds nothing: it fails closed.
 //
-// A new process makes no promise for its first W (it cannot know what its predecessor on the
-// node promised), and it takes a peer's word only from a message echoing its own incarnation
+// A restart is not a death. An agent stopping to restart asks its peers for grants of the
+// restart grace R instead of W (leave()), and keeps its node's addresses and their kernel fence
+// for that long: its successor finds them held (the kernel fence lists them) and carries on, and
+// no peer takes them meanwhile. A node that does not come back within R fails over then.
+//
+// A new process grants nothing for its first W and votes nobody dead for its first R: it cannot
+// know what its predecessor on the node promised. It takes a peer's word only from a message
+// echoing its own incarnation
 // (64 random bits, new at each start) and a recent seq: a sender that cannot read the
 // node-to-node traffic cannot write one that counts. Seqs only grow: a replayed message is
 // ignored.
@@ -57,11 +63,15 @@ struct QuorumOptions {
   // From the last message heard to a majority's dead certificate: grace + window.
   std::chrono::milliseconds timeout{1000};
 
+  // How long a leaving agent's peers let its node hold its addresses (leave()).
+  std::chrono::milliseconds restartGrace{30000};
+
   std::chrono::milliseconds grace() const { return 2 * interval; }
   std::chrono::milliseconds window() const { return timeout - grace(); }
 };
 
-// An error when the timeout is not at least 4 intervals, or the window exceeds 60 s.
+// An error when the timeout is not at least 4 intervals, the window exceeds 60 s, or the restart
+// grace is shorter than the timeout or longer than 5 minutes.
 Result<Ok, std::string> validateQuorumOptions(const QuorumOptions& options);
 
 class PeerQuorum {
@@ -80,6 +90,10 @@ class PeerQuorum {
   // The egress IPs this node holds now: claimed in the next round's messages.
   void setClaims(std::vector<ipam::Address> held);
 
+  // This agent is stopping to restart: from the next round its messages ask for grants of the
+  // restart grace, and leaseUntil() grows to their end as they come in.
+  void leave() { leaving_ = true; }
+
   // One round at `now`: the message for each member peer. From now on the round's grants and
   // dead votes are promises.
   std::vector<std::pair<std::string, Heartbeat>> round(TimePoint now);
@@ -92,8 +106,12 @@ class PeerQuorum {
   std::optional<TimePoint> leaseUntil(TimePoint now) const;
   // Until when a majority holds `node` dead; nullopt when none does at `now`.
   std::optional<TimePoint> deadUntil(const std::string& node, TimePoint now) const;
-  // A message of `node`'s counted within the grace: its claims are current.
+  // A message of `node`'s counted within the grace.
   bool heard(const std::string& node, TimePoint now) const;
+  // Heard, by a message `node` wrote after this node's lease began: what it claims is current.
+  // Any node that took an address while this one was certified dead did so before the lease
+  // began (no lease overlaps a death certificate), so such a message shows the take.
+  bool current(const std::string& node, TimePoint now) const;
   // The egress IPs `node`'s latest counted message claimed (none once it was certified dead).
   std::vector<ipam::Address> claims(const std::string& node) const;
 
@@ -108,9 +126,14 @@ class PeerQuorum {
     uint64_t incarnation = 0;
     uint64_t seq = 0;
     std::optional<TimePoint> lastCounted;
-    // The promises this process wrote about it.
-    std::optional<TimePoint> lastGrant;
+    // When this process sent the seq its last counted message echoed.
+    std::optional<TimePoint> echoed;
+    // The promises this process wrote about it: no dead vote before grantedUntil, no grant
+    // before a window after lastDead.
+    std::optional<TimePoint> grantedUntil;
     std::optional<TimePoint> lastDead;
+    // It is leaving and asks for grants this long (0: it is not).
+    std::chrono::milliseconds asks{0};
     // Its promises to this node: its grant, and its dead votes by node.
     std::optional<TimePoint> grantUntil;
     std::map<std::string, TimePoint> votes;
@@ -119,10 +142,12 @@ class PeerQuorum {
 
   // The send time of this process's seq, if of the last minute.
   std::optional<TimePoint> sentAt(uint64_t seq) const;
-  // How long a promise of `windowMs` written after `echoed` stands here.
-  static TimePoint standsUntil(TimePoint echoed, uint32_t windowMs);
+  // How long a promise of `ms` written after `echoed` stands here.
+  static TimePoint standsUntil(TimePoint echoed, uint32_t ms);
   bool canGrant(const Peer& p, TimePoint now) const;
   bool canVoteDead(const Peer& p, TimePoint now) const;
+  // Notes when this node's lease began, if it did since the last look.
+  void trackLease(TimePoint now);
 
   std::string self_;
   uint64_t incarnation_;
@@ -133,6 +158,11 @@ class PeerQuorum {
   std::deque<std::pair<uint64_t, TimePoint>> rounds_;
   std::map<std::string, Peer> peers_;
   std::vector<ipam::Address> claims_;
+  bool leaving_ = false;
+  // The start of this node's lease, and its end as last seen (a lease that lapsed between two
+  // looks began anew).
+  std::optional<TimePoint> leaseSince_;
+  std::optional<TimePoint> leaseSeenUntil_;
 };
 
 }  // namespace egress::agent

@@ -73,7 +73,7 @@ HolderChoice chooseHolder(const ipam::Address& egressIP, const std::vector<std::
   }
   if (out.holder == self) {
     out.held = std::all_of(ranked.begin(), ranked.end(), [&](const std::string& n) {
-      return n == self || peers.dead(n) || peers.heard(n);
+      return n == self || peers.dead(n) || peers.current(n);
     });
   }
   return out;

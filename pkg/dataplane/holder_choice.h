@@ -12,8 +12,9 @@
 //     (no second move), and of two claimants after a change of the candidates, the lower yields;
 //   - with no claimant, the holder is the first candidate that is not certified dead;
 //   - this node holds the address only while it has a lease (a majority hears it), and takes it
-//     (holds it without holding it already) only when it has heard, within the grace, every
-//     candidate that is not certified dead: their claims are current, so none of them holds it.
+//     (holds it without holding it already) only when every candidate that is not certified
+//     dead wrote to it after its lease began: their claims are current, and one that took the
+//     address while this node was certified dead says so.
 // A certified-dead node's lease, and so its kernel fence, has ended: taking its address never
 // overlaps with its holding it.
 #pragma once
@@ -30,7 +31,8 @@ namespace egress::dataplane {
 // What this agent knows of the other agents now.
 struct PeerLiveness {
   std::function<bool(const std::string& node)> dead;
-  std::function<bool(const std::string& node)> heard;
+  // Its claims are current: it wrote its last message after this node's lease began.
+  std::function<bool(const std::string& node)> current;
   std::function<bool(const std::string& node, const ipam::Address&)> claims;
 };
 

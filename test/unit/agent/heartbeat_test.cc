@@ -13,7 +13,9 @@ Heartbeat full() {
   hb.windowMs = 800;
   hb.echoIncarnation = 0xfedcba9876543210ULL;
   hb.echoSeq = 41;
-  hb.grant = true;
+  hb.grantMs = 800;
+  hb.leaving = true;
+  hb.restartMs = 30000;
   hb.dead = {"node-2", "node-3"};
   hb.claims = {*ipam::parseAddress("203.0.113.7"), *ipam::parseAddress("2001:db8::7")};
   return hb;
@@ -48,9 +50,9 @@ TEST(Heartbeat, ForeignBytesAndOtherVersionsAreNamed) {
   bytes[4] = 2;
   EXPECT_EQ(decodeHeartbeat(bytes).error(), "heartbeat: version 2, this agent speaks 1");
   bytes = *encodeHeartbeat(full());
-  // The first claim's family byte: after the header, the sender, 36 bytes of numbers, the dead
+  // The first claim's family byte: after the header, the sender, 44 bytes of numbers, the dead
   // list.
-  const size_t family = 6 + 1 + full().sender.size() + 36 + 2 + 7 + 7 + 2;
+  const size_t family = 6 + 1 + full().sender.size() + 44 + 2 + 7 + 7 + 2;
   ASSERT_EQ(bytes[family], 4);
   bytes[family] = 5;
   EXPECT_EQ(decodeHeartbeat(bytes).error(), "heartbeat: address family 5");

@@ -14,7 +14,7 @@ using namespace std::chrono_literals;
 using TimePoint = Clock::TimePoint;
 
 const TimePoint kT0 = TimePoint{} + 1000s;
-const QuorumOptions kOptions{100ms, 1000ms};
+const QuorumOptions kOptions{100ms, 1000ms, 1500ms};
 
 // Agents on one clock, a network that delivers every message at once unless a link is cut.
 class Mesh {
@@ -220,11 +220,11 @@ TEST(PeerQuorum, ARestartedPeerIsLearnedFromItsFirstMessageAndCountsFromItsSecon
 // The holder rule, with a fixed view of the peers.
 struct Peers {
   std::set<std::string> dead;
-  std::set<std::string> heard;
+  std::set<std::string> current;
   std::map<std::string, std::set<ipam::Address>> claims;
   dataplane::PeerLiveness liveness() const {
     return {[this](const std::string& n) { return dead.contains(n); },
-            [this](const std::string& n) { return heard.contains(n); },
+            [this](const std::string& n) { return current.contains(n); },
             [this](const std::string& n, const ipam::Address& e) {
               auto it = claims.find(n);
               return it != claims.end() && it->second.contains(e);
@@ -258,7 +258,7 @@ TEST(HolderChoice, TheFirstLiveCandidateTakesAnUnclaimedAddressOnceItHeardTheOth
   auto r = dataplane::chooseHolder(kE, ranked, "a", true, false, p.liveness());
   EXPECT_EQ(r.holder, "a");
   EXPECT_FALSE(r.held);
-  p.heard = {"b", "c"};
+  p.current = {"b", "c"};
   EXPECT_TRUE(dataplane::chooseHolder(kE, ranked, "a", true, false, p.liveness()).held);
   // Without a lease, never.
   EXPECT_FALSE(dataplane::chooseHolder(kE, ranked, "a", false, true, p.liveness()).held);
@@ -268,7 +268,7 @@ TEST(HolderChoice, TheFirstLiveCandidateTakesAnUnclaimedAddressOnceItHeardTheOth
   EXPECT_FALSE(r.held);
   // a certified dead: b takes it (c heard, a dead).
   p.dead = {"a"};
-  p.heard = {"c"};
+  p.current = {"c"};
   r = dataplane::chooseHolder(kE, ranked, "b", true, false, p.liveness());
   EXPECT_EQ(r.holder, "b");
   EXPECT_TRUE(r.held);
@@ -276,7 +276,7 @@ TEST(HolderChoice, TheFirstLiveCandidateTakesAnUnclaimedAddressOnceItHeardTheOth
 
 TEST(HolderChoice, AClaimantKeepsItWhenAHigherNodeComesBackAndTheLowerOfTwoYields) {
   Peers p;
-  p.heard = {"a", "b", "c"};
+  p.current = {"a", "b", "c"};
   p.claims["b"] = {kE};
   const std::vector<std::string> ranked{"a", "b", "c"};
   // a came back: b claims the address, so a leaves it there and routes to b.
@@ -308,7 +308,8 @@ class Simulation {
  public:
   // `everywhere`: one address, every node a candidate (for scripted faults); else six with two
   // or three candidates each.
-  Simulation(uint32_t seed, int nodes, bool everywhere = false) : rng_(seed) {
+  Simulation(uint32_t seed, int nodes, bool everywhere = false, QuorumOptions options = kOptions)
+      : rng_(seed), options_(options) {
     for (int i = 0; i < nodes; ++i) {
       names_.push_back("n" + std::to_string(i));
     }
@@ -371,6 +372,17 @@ class Simulation {
     }
   }
   void uncut() { cut_.clear(); }
+  // A restart: the process leaves, stops 300 ms later, and its successor starts `after` that.
+  void restart(int i, std::chrono::milliseconds after) {
+    nodes_[i].q->leave();
+    nodes_[i].stopAt = now_ + 300ms;
+    nodes_[i].restartAt = now_ + 300ms + after;
+  }
+  // A crash and an immediate new process.
+  void respawn(int i) {
+    nodes_[i].q.reset();
+    start(i);
+  }
   // The nodes whose kernels hold the first address now.
   std::vector<std::string> holding() const {
     std::vector<std::string> out;
@@ -404,6 +416,12 @@ class Simulation {
     double rate = 1;
     std::chrono::milliseconds offset{0};
     TimePoint nextRound{};
+    // A process's first sync waits for its lease, or for the timeout (as egw-agent's does):
+    // before, it would drop what its predecessor held for a round trip.
+    TimePoint firstSync{};
+    // Leaving to restart: the process stops at stopAt and its successor starts at restartAt.
+    std::optional<TimePoint> stopAt;
+    std::optional<TimePoint> restartAt;
     // The kernel: held addresses and when their fence ends (real time).
     std::map<ipam::Address, TimePoint> kernel;
     std::set<ipam::Address> held;
@@ -431,11 +449,22 @@ class Simulation {
     return kT0 + std::chrono::duration_cast<Clock::Duration>(std::chrono::duration<double>(since));
   }
 
+  // A new process finds what its node's kernel fence still holds and carries on with it.
   void start(int i) {
-    nodes_[i].q.emplace(names_[i], rng_(), kOptions, local(i, now_));
-    nodes_[i].q->setMembers(names_);
-    nodes_[i].held.clear();
-    nodes_[i].nextRound = now_;
+    Node& n = nodes_[i];
+    n.q.emplace(names_[i], rng_(), options_, local(i, now_));
+    n.q->setMembers(names_);
+    n.held.clear();
+    for (const auto& [e, until] : n.kernel) {
+      if (until > now_) {
+        n.held.insert(e);
+      }
+    }
+    n.q->setClaims(std::vector<ipam::Address>(n.held.begin(), n.held.end()));
+    n.nextRound = now_;
+    n.firstSync = now_ + options_.timeout;
+    n.stopAt.reset();
+    n.restartAt.reset();
   }
 
   bool up(int i) const { return nodes_[i].q && !nodes_[i].frozen; }
@@ -484,6 +513,24 @@ class Simulation {
       nodes_[i].frozen = false;
     } else if (d < 20) {
       lossy_ = !lossy_;
+    } else if (d < 22 && nodes_[i].q && !nodes_[i].stopAt) {
+      // A restart: it leaves, stops 300 ms later, and its successor starts within or (now and
+      // then) after the restart grace.
+      nodes_[i].q->leave();
+      nodes_[i].stopAt = now_ + 300ms;
+      nodes_[i].restartAt = now_ + 300ms + std::chrono::milliseconds(200 + dice(rng_) * 2);
+    }
+  }
+
+  void lifecycle() {
+    for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+      Node& n = nodes_[i];
+      if (n.stopAt && now_ >= *n.stopAt && n.q) {
+        n.q.reset();
+      }
+      if (n.restartAt && now_ >= *n.restartAt && !n.q) {
+        start(i);
+      }
     }
   }
 
@@ -492,7 +539,8 @@ class Simulation {
     lossy_ = false;
     for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
       nodes_[i].frozen = false;
-      if (!nodes_[i].q) {
+      if (!nodes_[i].q || nodes_[i].stopAt) {
+        nodes_[i].q.reset();
         start(i);
       }
     }
@@ -534,7 +582,7 @@ class Simulation {
     const auto lease = q.leaseUntil(t);
     dataplane::PeerLiveness peers{
         [&](const std::string& p) { return q.deadUntil(p, t).has_value(); },
-        [&](const std::string& p) { return q.heard(p, t); },
+        [&](const std::string& p) { return q.current(p, t); },
         [&](const std::string& p, const ipam::Address& e) {
           auto c = q.claims(p);
           return std::find(c.begin(), c.end(), e) != c.end();
@@ -600,15 +648,19 @@ class Simulation {
   }
 
   void tick() {
+    lifecycle();
     deliver();
     for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
       if (!up(i)) {
         continue;
       }
-      sync(i);
+      if (now_ >= nodes_[i].firstSync || nodes_[i].q->leaseUntil(local(i, now_))) {
+        nodes_[i].firstSync = now_;
+        sync(i);
+      }
       if (now_ >= nodes_[i].nextRound) {
         send(i, nodes_[i].q->round(local(i, now_)));
-        nodes_[i].nextRound = now_ + kOptions.interval;
+        nodes_[i].nextRound = now_ + options_.interval;
       }
     }
     check();
@@ -620,6 +672,7 @@ class Simulation {
   }
 
   std::mt19937_64 rng_;
+  QuorumOptions options_;
   std::vector<std::string> names_;
   std::vector<Node> nodes_;
   std::vector<Address> addresses_;
@@ -674,6 +727,39 @@ TEST(PeerQuorumSimulation, ANodeBackWithALeaseTakesNothingFromAPeerItCannotHear)
   sim.uncut();
   sim.advance(3s);
   EXPECT_EQ(sim.holding(), moved);
+  EXPECT_EQ(sim.violations(), 0) << sim.firstViolation();
+}
+
+}  // namespace
+}  // namespace egress::agent
+
+namespace egress::agent {
+namespace {
+
+TEST(PeerQuorumSimulation, ARestartKeepsItsAddressesAndNewProcessesKeepTheirPredecessorsPromises) {
+  // A restart grace well past the window: a new process that voted after a window would move
+  // the address while n0's node still holds it.
+  Simulation sim(11, 3, /*everywhere=*/true, {100ms, 1000ms, 5000ms});
+  sim.advance(6s);
+  ASSERT_EQ(sim.holding(), std::vector<std::string>{"n0"});
+  // n0 restarts and is back within the grace: it holds its address throughout.
+  sim.restart(0, 800ms);
+  for (int i = 0; i < 30; ++i) {
+    sim.advance(100ms);
+    ASSERT_EQ(sim.holding(), std::vector<std::string>{"n0"}) << i;
+  }
+  // n0 leaves again, and both its peers crash and come back meanwhile: their new processes
+  // cannot know they granted n0 the restart grace, so they vote nobody dead for that long.
+  sim.restart(0, 10s);
+  sim.advance(500ms);
+  sim.respawn(1);
+  sim.respawn(2);
+  sim.advance(4s);
+  EXPECT_EQ(sim.holding(), std::vector<std::string>{"n0"});
+  // Past the grace with n0 still gone, the address moves.
+  sim.advance(4s);
+  EXPECT_EQ(sim.holding().size(), 1U);
+  EXPECT_NE(sim.holding(), std::vector<std::string>{"n0"});
   EXPECT_EQ(sim.violations(), 0) << sim.firstViolation();
 }
 
