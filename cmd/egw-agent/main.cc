@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   std::string ownerDaemonSet;
   int64_t renewIntervalMs = 2000;
   int64_t leaseDurationS = 6;
+  int64_t heartbeatPort = 4798;
+  egress::agent::QuorumOptions quorum;
   flags.addBool("help", showHelp, "Print this help and exit.");
   flags.addBool("version", showVersion, "Print the version and exit.");
   flags.addString("log-level", logLevel,
@@ -82,9 +84,20 @@ int main(int argc, char** argv) {
   flags.addInt("table-base", tableBase, "First routing table the agent owns.");
   flags.addString("reply", reply,
                   "Reply path: symmetric (through the tunnel) or cni (the CNI's own routing).");
-  flags.addInt("lease-renew-interval-ms", renewIntervalMs, "How often the Lease is renewed.");
+  flags.addInt("heartbeat-port", heartbeatPort,
+               "UDP port of the agents' heartbeats to each other, on every node's InternalIP.");
+  flags.addDuration("heartbeat-interval", quorum.interval,
+                    "How often this agent sends every other agent a heartbeat.");
+  flags.addDuration("heartbeat-timeout", quorum.timeout,
+                    "From an agent's last heartbeat to a majority certifying it dead and its "
+                    "egress IPs moving (at least 4 intervals).");
+  flags.addDuration("restart-grace", quorum.restartGrace,
+                    "How long a stopping agent's peers let its node keep its egress IPs for its "
+                    "successor; a node not back by then fails over.");
+  flags.addInt("lease-renew-interval-ms", renewIntervalMs,
+               "How often the Lease (the agent's report to the operator) is renewed.");
   flags.addInt("lease-duration-seconds", leaseDurationS,
-               "Lease duration: after it without a renewal, this agent withdraws what it holds.");
+               "Lease duration: the operator counts an agent live this long after a renewal.");
   flags.addString("owner-daemonset", ownerDaemonSet,
                   "<namespace>/<name> of the DaemonSet that runs this agent: when it is deleted "
                   "(an uninstall) the agent removes its kernel state as it exits; otherwise, and "
@@ -151,6 +164,12 @@ int main(int argc, char** argv) {
         !egress::validation::dns1123SubdomainErrors(ownerDaemonSet).empty()) {
       return usage("--owner-daemonset must be <namespace>/<name> of a DaemonSet");
     }
+  }
+  if (heartbeatPort < 1 || heartbeatPort > 65535 || heartbeatPort == port) {
+    return usage("--heartbeat-port must be between 1 and 65535 and not the --tunnel-port");
+  }
+  if (auto valid = egress::agent::validateQuorumOptions(quorum); !valid) {
+    return usage("--heartbeat-interval, --heartbeat-timeout, --restart-grace: " + valid.error());
   }
   if (reply != "symmetric" && reply != "cni") {
     return usage("--reply must be symmetric or cni, not \"" + reply + "\"");
@@ -243,6 +262,8 @@ int main(int argc, char** argv) {
   dp.uplink = uplink;
   dp.vni = static_cast<uint32_t>(vni);
   dp.port = static_cast<uint16_t>(port);
+  dp.heartbeatPort = static_cast<uint16_t>(heartbeatPort);
+  agentOptions.quorum = quorum;
   dp.markMask = static_cast<uint32_t>(markMask);
   dp.tableBase = static_cast<uint32_t>(tableBase);
   dp.symmetricReply = reply == "symmetric";

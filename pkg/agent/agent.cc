@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <spdlog/spdlog.h>
 
 #include "pkg/apis/networking/v1alpha1/zz_generated.codec.h"
@@ -94,12 +97,64 @@ uint32_t deviceMtu(const std::string& dev) {
   return rc == 0 ? static_cast<uint32_t>(ifr.ifr_mtu) : 0U;
 }
 
+struct Agent::FenceKeeper {
+  std::mutex mu;
+  dataplane::NftApplier nft;
+  // What the last sync wrote (refreshes write it again with a later end).
+  std::optional<dataplane::FenceState> state;
+
+  static std::chrono::milliseconds left(std::optional<Clock::TimePoint> until,
+                                        Clock::TimePoint now) {
+    return until && *until > now
+               ? std::chrono::duration_cast<std::chrono::milliseconds>(*until - now)
+               : std::chrono::milliseconds(0);
+  }
+  Result<Ok, std::string> write(dataplane::FenceState next, std::optional<Clock::TimePoint> until,
+                                Clock& clock) {
+    std::lock_guard lock(mu);
+    next.remaining = left(until, clock.now());
+    auto done = nft.applyFence(next);
+    state = std::move(next);
+    return done;
+  }
+  // The held addresses again, until `until` (nothing held when it has passed).
+  void refresh(std::optional<Clock::TimePoint> until, Clock& clock) {
+    std::lock_guard lock(mu);
+    if (!state || state->held.empty()) {
+      return;
+    }
+    state->remaining = left(until, clock.now());
+    if (auto done = nft.applyFence(*state); !done) {
+      spdlog::warn("egw-agent: refreshing the fence: {}", done.error());
+    }
+  }
+  Result<Ok, std::string> remove() {
+    std::lock_guard lock(mu);
+    state.reset();
+    return nft.removeFence();
+  }
+};
+
 Agent::Agent(controllerruntime::Controller::Options base, AgentOptions options,
              LeaseRenewer& renewer, prometheus::Registry& registry)
     : Controller(std::move(base)),
       options_(std::move(options)),
       renewer_(renewer),
-      metrics_(registry) {}
+      metrics_(registry),
+      fence_(std::make_unique<FenceKeeper>()) {
+  if (options_.dryRun) {
+    return;
+  }
+  PeerMesh::Options mesh;
+  mesh.port = options_.dataplane.heartbeatPort;
+  mesh.quorum = options_.quorum;
+  mesh.onChange = [q = enqueuer(), d = options_.debounce] { q.addAfter(kSyncKey, d); };
+  mesh.onRound = [this] { refreshFence(); };
+  mesh_ =
+      std::make_unique<PeerMesh>(options_.nodeName, clock(), executor(), std::move(mesh), registry);
+}
+
+Agent::~Agent() = default;
 
 Result<Ok, std::string> Agent::watchResources(cache::SharedInformerFactory& factory) {
   nodes_ = &factory.informerFor<core::Node>(kNodes, core::decodeNode, "", "", dataplane::stripNode);
@@ -137,6 +192,12 @@ net::awaitable<void> Agent::runThenCleanUp(Agent* self, net::awaitable<void> wor
   co_await std::move(workers);
   // The workers are done: no sync runs any more, so nothing re-programs what is removed here.
   const std::string why = self->uninstallReason();
+  if (why.empty() && self->mesh_ && self->meshStarted_) {
+    co_await leave(self);
+  }
+  if (self->mesh_) {
+    self->mesh_->stop();
+  }
   if (why.empty()) {
     spdlog::info("egw-agent: stopping; the kernel state stays for the next agent on this node{}",
                  self->options_.ownerDaemonSet.empty()
@@ -173,7 +234,7 @@ void Agent::removeKernelState(const std::string& why) {
   if (auto r = nft_->remove(options_.dataplane.nftTable); !r) {
     failed.push_back(r.error());
   }
-  if (auto r = nft_->removeFence(); !r) {
+  if (auto r = fence_->remove(); !r) {
     failed.push_back(r.error());
   }
   int removed = 0;
@@ -279,7 +340,7 @@ Result<Ok, std::string> Agent::addEventHandlers() {
   return Ok{};
 }
 
-ClusterView Agent::view(Clock::TimePoint now, std::vector<dataplane::Problem>* problems) const {
+ClusterView Agent::view(std::vector<dataplane::Problem>* problems) const {
   ClusterView v;
   v.self = options_.nodeName;
   for (const auto& n : nodes_->indexer().list()) {
@@ -289,19 +350,70 @@ ClusterView Agent::view(Clock::TimePoint now, std::vector<dataplane::Problem>* p
   v.poolCIDRs = dataplane::poolCIDRs(pools_->indexer().list());
   v.clusterCIDRs = dataplane::clusterCIDRs(configs_->indexer().list());
   v.apiServer = options_.apiServer;
+  return v;
+}
+
+std::map<std::string, PeerMesh::Member> Agent::members(const ClusterView& v) const {
+  std::set<std::string> withAgent{options_.nodeName};
   for (const auto& l : leases_->indexer().list()) {
-    auto node = dataplane::agentLeaseNode(l->metadata.name);
-    if (node && *node != options_.nodeName) {
-      v.leases.push_back({*node, observed_.fresh(l->metadata.name, now)});
+    if (auto node = dataplane::agentLeaseNode(l->metadata.name)) {
+      withAgent.insert(*node);
     }
   }
-  // Our own liveness is what the renewer last achieved, not what the informer saw: fencing.
-  v.leases.push_back({options_.nodeName, renewer_.fresh(now)});
-  return v;
+  std::map<std::string, PeerMesh::Member> out;
+  for (const auto& n : v.nodes) {
+    if (withAgent.contains(n.name)) {
+      out[n.name] = {n.ipv4, n.ipv6};
+    }
+  }
+  out.try_emplace(options_.nodeName);
+  return out;
+}
+
+std::vector<dataplane::LeaseView> Agent::liveness(const ClusterView& v,
+                                                  Clock::TimePoint now) const {
+  std::vector<dataplane::LeaseView> out;
+  const std::vector<ipam::Address> held(held_.begin(), held_.end());
+  if (!mesh_) {
+    // A dry run: the Leases, as the operator judges them.
+    for (const auto& l : leases_->indexer().list()) {
+      auto node = dataplane::agentLeaseNode(l->metadata.name);
+      if (node && *node != options_.nodeName) {
+        out.push_back({*node, observed_.fresh(l->metadata.name, now), true, {}});
+      }
+    }
+    out.push_back({options_.nodeName, renewer_.fresh(now), true, held});
+    return out;
+  }
+  for (const auto& [node, m] : members(v)) {
+    if (node == options_.nodeName) {
+      out.push_back({node, holdUntil(now).has_value(), true, held});
+    } else {
+      out.push_back(
+          {node, !mesh_->dead(node, now), mesh_->current(node, now), mesh_->quorum().claims(node)});
+    }
+  }
+  return out;
+}
+
+std::optional<Clock::TimePoint> Agent::holdUntil(Clock::TimePoint now) const {
+  if (!mesh_) {
+    auto until = renewer_.freshUntil();
+    return until && *until > now ? until : std::nullopt;
+  }
+  auto until = mesh_->quorum().leaseUntil(now);
+  if (!until) {
+    return std::nullopt;
+  }
+  // Alone (a majority of one) the lease never ends; the fence must, if the agent dies.
+  return std::min(*until, now + options_.quorum.restartGrace);
 }
 
 std::optional<Clock::TimePoint> Agent::nextExpiry(Clock::TimePoint now) const {
   std::optional<Clock::TimePoint> next;
+  if (mesh_) {
+    return next;  // the mesh calls for a sync when a liveness changes
+  }
   auto consider = [&](std::optional<Clock::TimePoint> t) {
     if (t && *t > now && (!next || *t < *next)) {
       next = t;
@@ -314,6 +426,51 @@ std::optional<Clock::TimePoint> Agent::nextExpiry(Clock::TimePoint now) const {
     }
   }
   return next;
+}
+
+void Agent::refreshFence() {
+  if (*fenceBusy_ || options_.dryRun) {
+    return;  // the one in flight is a round old at most
+  }
+  *fenceBusy_ = true;
+  const auto until = holdUntil(clock().now());
+  net::co_spawn(
+      executor(),
+      [busy = fenceBusy_, fence = fence_.get(), thread = &fenceThread_, clock = &clock(),
+       until]() -> net::awaitable<void> {
+        co_await thread->run([fence, clock, until] {
+          fence->refresh(until, *clock);
+          return 0;
+        });
+        *busy = false;
+      },
+      net::detached);
+}
+
+net::awaitable<void> Agent::leave(Agent* self) {
+  auto& mesh = *self->mesh_;
+  mesh.leave();
+  // The peers grant the restart grace in their next rounds; the fence then lasts that long.
+  const auto grace = self->options_.quorum.restartGrace;
+  const auto deadline = self->clock().now() + 2 * self->options_.quorum.timeout;
+  std::optional<Clock::TimePoint> until;
+  while (self->clock().now() < deadline) {
+    until = self->holdUntil(self->clock().now());
+    if (until && *until - self->clock().now() > grace / 2) {
+      break;
+    }
+    co_await self->clock().sleepFor(self->options_.quorum.interval);
+  }
+  until = self->holdUntil(self->clock().now());
+  co_await self->fenceThread_.run([self, until] {
+    self->fence_->refresh(until, self->clock());
+    return 0;
+  });
+  const auto left =
+      until ? std::chrono::duration_cast<std::chrono::milliseconds>(*until - self->clock().now())
+            : std::chrono::milliseconds(0);
+  spdlog::info("egw-agent: leaving for a restart: {} egress IPs held for {} ms more",
+               self->held_.size(), left.count());
 }
 
 void Agent::warnAbout(const std::vector<dataplane::Problem>& problems) {
@@ -470,27 +627,55 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
   if (key != kSyncKey) {
     co_return ReconcileResult::done();
   }
-  // A restarted agent's first sync waits for its first renewal attempt (the renewer queues a
-  // sync when it ends): before it, the agent would find itself without a fresh Lease and
-  // withdraw, for one sync, every egress IP its predecessor held and announced (measured: 13
-  // kernel changes and back on a holder's restart). After a failed attempt it is fenced, as a
-  // process whose renewals fail should be.
-  if (!renewer_.attempted()) {
+  // A dry run's first sync waits for its first renewal attempt (the renewer queues a sync when
+  // it ends): before it, it would find itself without a fresh Lease and report nothing held for
+  // one sync. After a failed attempt it is fenced, as a process whose renewals fail should be.
+  if (!mesh_ && !renewer_.attempted()) {
     co_return ReconcileResult::done();
   }
+  std::vector<dataplane::Problem> problems;
+  // Read with the view, in the same turn: the version its slices reflect.
+  const std::string observedSlices = slices_->indexedResourceVersion();
+  auto v = view(&problems);
+  if (mesh_) {
+    auto bound = mesh_->setMembers(members(v));
+    if (!bound) {
+      metrics_.syncFailed();
+      co_return ReconcileResult::error(bound.error());
+    }
+    if (!meshStarted_) {
+      // What this node's kernel fence still holds, its predecessor's (a restart): claimed and
+      // kept, not withdrawn and taken again.
+      auto held = co_await kernel_.run([this] { return fence_->nft.fenceHeld(); });
+      if (held) {
+        held_ = std::set<ipam::Address>(held->begin(), held->end());
+        if (!held_.empty()) {
+          spdlog::info("egw-agent: the kernel fence holds {} egress IPs: carrying on with them",
+                       held_.size());
+        }
+      } else {
+        spdlog::warn("egw-agent: {}", held.error());
+      }
+      mesh_->setClaims(std::vector<ipam::Address>(held_.begin(), held_.end()));
+      mesh_->start();
+      meshStarted_ = true;
+    }
+    // The first sync waits for a majority (the mesh queues a sync when this node's lease
+    // begins), or for the timeout: before it, it would withdraw what its predecessor held.
+    if (!mesh_->ready(clock().now())) {
+      co_return ReconcileResult::requeueAfter(options_.quorum.timeout);
+    }
+  }
   const Clock::TimePoint now = clock().now();
-  // Liveness changes with time alone: look again at the next resync, or when a liveness runs
-  // out if that is sooner, so this agent withdraws the moment it stops being fresh.
+  v.leases = liveness(v, now);
+  // A dry run's liveness changes with time alone: look again at the next resync, or when a
+  // liveness runs out if that is sooner (the mesh queues a sync itself when one changes).
   Clock::Duration after = options_.resync;
   if (auto expiry = nextExpiry(now)) {
     after = std::min(after, *expiry - now);
   }
   const auto resync = ReconcileResult::requeueAfter(after);
-  metrics_.setFenced(!renewer_.fresh(now));
-  std::vector<dataplane::Problem> problems;
-  // Read with the view, in the same turn: the version its slices reflect.
-  const std::string observedSlices = slices_->indexedResourceVersion();
-  auto v = view(now, &problems);
+  metrics_.setFenced(!holdUntil(now));
   if (options_.dataplane.uplink.empty()) {
     for (const auto& n : v.nodes) {
       if (n.name != v.self) {
@@ -564,13 +749,9 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
       fence.known.push_back(e.ip);
     }
     fence.held = want->held;
-    const auto until = renewer_.freshUntil();
+    const auto until = holdUntil(clock().now());
     auto fenced = co_await kernel_.run([this, &fence, &want, until]() -> Result<Ok, std::string> {
-      const auto fenceNow = clock().now();
-      if (until && *until > fenceNow) {
-        fence.remaining = std::chrono::duration_cast<std::chrono::milliseconds>(*until - fenceNow);
-      }
-      if (auto r = nft_->applyFence(fence); !r) {
+      if (auto r = fence_->write(fence, until, clock()); !r) {
         return r;
       }
       // Announcements go out on packet sockets, past the fence: never once the fence time has
@@ -582,6 +763,11 @@ net::awaitable<controllerruntime::ReconcileResult> Agent::reconcile(const std::s
     if (!fenced) {
       metrics_.syncFailed();
       co_return ReconcileResult::error(fenced.error());
+    }
+    // Claimed once the kernel holds them (and no longer once it does not): what the peers
+    // read as this node's holding.
+    if (mesh_) {
+      mesh_->setClaims(std::vector<ipam::Address>(held_.begin(), held_.end()));
     }
   }
   if (changes > 0) {

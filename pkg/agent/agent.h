@@ -5,17 +5,21 @@
 // IPAMPools and the OperatorConfig (which addresses may be egress IPs at all), and the agents'
 // Leases in their own namespace; it writes nothing but its own Lease (the renewer's),
 // so a forged object elsewhere cannot make any node SNAT to or announce an address.
-// Any event queues a sync after a short debounce (a burst of events is one sync); liveness
-// changes with time alone, so a sync also re-runs each second and at the very moment this
-// agent's own freshness runs out (fencing must not wait for the next tick). Peers' liveness is
-// when this process observed their Leases change (ObservedLeases, monotonic clock), its own is
-// when its last successful renewal started (LeaseRenewer): no wall clocks are compared. A sync
-// turns the caches into a ClusterView and, on a thread of its own (the loop keeps renewing the
-// Lease meanwhile), computes the desired kernel state (pkg/dataplane),
+// Any event queues a sync after a short debounce (a burst of events is one sync), and so does
+// any change of what the agents tell each other (PeerMesh: this node's lease, a node certified
+// dead, a claim); a sync also re-runs each second. Who may hold what is decided by the agents
+// among themselves, not through the API server (peer_quorum.h, holder_choice.h): the members are
+// the nodes with an agent Lease, each node's liveness is what a majority of the agents hears, and
+// an address moves to another gateway node of its policy when its holder is certified dead, API
+// server or not. A dry run takes no part in that (it must not vote): it judges liveness by the
+// agents' Leases as the operator does (ObservedLeases, monotonic clock; its own: its renewals).
+// A sync turns the caches into a ClusterView and, on a thread of its own (the loop keeps up the
+// heartbeats meanwhile), computes the desired kernel state (pkg/dataplane),
 // applies it with the appliers (links, sysctls, rules and routes, nftables), refreshes the
-// kernel-side fence of what it holds (fence.h: it times out at this agent's own fence time unless
-// a later sync refreshes it, so a killed or hung agent stops answering on time), then announces
-// newly held egress IPs by gratuitous ARP / unsolicited NA at 0, 1 and 2 s. Then it reports
+// kernel-side fence of what it holds (fence.h: it times out when this agent's lease ends unless
+// refreshed, which every heartbeat round does, so a killed, hung or cut-off agent stops
+// answering on time), then announces newly held egress IPs by gratuitous ARP / unsolicited NA
+// at 0, 1 and 2 s. Then it reports
 // what it holds and has programmed on its Lease (kProgrammedAnnotation, through
 // AgentOptions::report) and has the renewer write it at once when it changed: the operator
 // derives the gateway pods' readiness gate from it. With it goes the slices' resourceVersion
@@ -26,7 +30,9 @@
 // state is computed and counted only, and reported as if it had been (so the API side can be
 // tested).
 // Stopping (SIGTERM) leaves the kernel as it is, so that a restart or a rolling update carries
-// on without a gap (the successor finds its predecessor's state and changes nothing), except on
+// on without a gap: the agent asks its peers for the restart grace first (PeerMesh::leave) and
+// fences what it holds until then, and the successor finds the fence's held addresses, claims
+// them and changes nothing. Except on
 // an uninstall: when the DaemonSet that runs the agent (AgentOptions::ownerDaemonSet) is gone
 // from the cache or being deleted, the agent removes everything it put in the kernel before it
 // exits. It learns that from a watch opened at start, because by the time the kubelet stops it
@@ -44,6 +50,7 @@
 
 #include "pkg/agent/agent_metrics.h"
 #include "pkg/agent/lease_renewer.h"
+#include "pkg/agent/peer_mesh.h"
 #include "pkg/apis/apps/daemon_set.h"
 #include "pkg/apis/coordination/lease.h"
 #include "pkg/apis/core/node.h"
@@ -81,6 +88,8 @@ struct AgentOptions {
   std::string leaseNamespace;
   // uplink "" = the device that has the node's InternalIP, found at the first sync.
   dataplane::DataplaneConfig dataplane;
+  // The heartbeats (on dataplane.heartbeatPort).
+  QuorumOptions quorum;
   bool dryRun = false;
   std::chrono::milliseconds debounce{100};
   std::chrono::milliseconds resync{1000};
@@ -103,6 +112,7 @@ class Agent : public controllerruntime::Controller {
   // `renewer` and `registry` must outlive the agent.
   Agent(controllerruntime::Controller::Options base, AgentOptions options, LeaseRenewer& renewer,
         prometheus::Registry& registry);
+  ~Agent() override;
 
   // The workers until stop(), then the clean-up of an uninstall (see above).
   net::awaitable<void> run() override;
@@ -121,11 +131,23 @@ class Agent : public controllerruntime::Controller {
   net::awaitable<controllerruntime::ReconcileResult> reconcile(const std::string& key) override;
 
  private:
-  // What is ignored of the caches goes to `problems`.
-  dataplane::ClusterView view(Clock::TimePoint now,
-                              std::vector<dataplane::Problem>* problems) const;
-  // The next moment a liveness this agent knows of expires, if any is fresh at `now`.
+  // What is ignored of the caches goes to `problems`. Without the agents' liveness (liveness()).
+  dataplane::ClusterView view(std::vector<dataplane::Problem>* problems) const;
+  // The nodes with an agent (an agent Lease and a Node), this one always.
+  std::map<std::string, PeerMesh::Member> members(const dataplane::ClusterView& v) const;
+  // Each member's liveness at `now` (view.leases), from the mesh (a dry run: from the Leases).
+  std::vector<dataplane::LeaseView> liveness(const dataplane::ClusterView& v,
+                                             Clock::TimePoint now) const;
+  // Until when this node may hold what it holds: its lease's end (a dry run: its renewals'),
+  // at most the restart grace ahead; nullopt when it may hold nothing.
+  std::optional<Clock::TimePoint> holdUntil(Clock::TimePoint now) const;
+  // The next moment a Lease-judged liveness expires (a dry run's), if any is fresh at `now`.
   std::optional<Clock::TimePoint> nextExpiry(Clock::TimePoint now) const;
+  // After each heartbeat round: the kernel fence's held addresses live until the lease's end.
+  void refreshFence();
+  // Stopping for a restart: asks the peers for the restart grace and fences what this node holds
+  // until its end.
+  static net::awaitable<void> leave(Agent* self);
   void makeAppliers();
   // Everything of the desired kernel state but the nft table.
   struct Devices {
@@ -195,8 +217,18 @@ class Agent : public controllerruntime::Controller {
   // by the kernel_ thread only).
   std::optional<Devices> devices_;
   Clock::TimePoint devicesChecked_{};
+  // The kernel fence, written by the syncs (on kernel_) and refreshed after every heartbeat
+  // round (on fenceThread_): one applier and the last state, behind a lock.
+  struct FenceKeeper;
+  std::unique_ptr<FenceKeeper> fence_;
+  // A refresh is in flight (shared with its coroutine, which may end after the agent).
+  std::shared_ptr<bool> fenceBusy_ = std::make_shared<bool>(false);
+  // The heartbeats; nullptr in a dry run. Started by the first sync.
+  std::unique_ptr<PeerMesh> mesh_;
+  bool meshStarted_ = false;
   // Where the syncs compute and program the kernel, off the loop. Last: destroyed first, so the
   // piece in flight ends while everything it uses still exists.
+  WorkerThread fenceThread_;
   WorkerThread kernel_;
 };
 

@@ -29,7 +29,8 @@ AgentMetrics::AgentMetrics(prometheus::Registry& r)
       garps_(counter(r, "egw_agent_garps_sent_total",
                      "Gratuitous ARP and unsolicited neighbour advertisement packets sent.")),
       fenced_(gauge(r, "egw_agent_fenced",
-                    "1 while this agent's own Lease is stale and it holds nothing.")),
+                    "1 while no majority of the agents hears this one (a dry run: while its own "
+                    "Lease is stale): it holds nothing.")),
       forgotten_(counter(r, "egw_agent_conntrack_entries_deleted_total",
                          "Conntrack entries of egress IPs this node released, deleted.")),
       tunnelDrops_(&prometheus::BuildCounter()

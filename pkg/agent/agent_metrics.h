@@ -2,8 +2,8 @@
 //
 // What egw-agent reports on /metrics (the Manager's registry): how many policies and egress IPs
 // it has programmed, how many syncs failed, when the last one succeeded, how many gratuitous
-// ARP / unsolicited NA packets it sent, whether it is fenced (its own Lease is stale), and what
-// the tunnel filter dropped, by reason, what left with each egress IP this node holds, by
+// ARP / unsolicited NA packets it sent, whether it is fenced (no majority of the agents hears it),
+// and what the tunnel filter dropped, by reason, what left with each egress IP this node holds, by
 // policy, and how many problems stop it from programming what it was given, by kind.
 #pragma once
 

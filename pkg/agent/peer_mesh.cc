@@ -13,6 +13,9 @@
 #include <prometheus/gauge.h>
 #include <spdlog/spdlog.h>
 
+#include "pkg/dataplane/fence.h"
+#include "pkg/dataplane/nft_applier.h"
+
 namespace egress::agent {
 namespace {
 
@@ -79,6 +82,9 @@ struct PeerMesh::State {
   std::optional<ipam::Address> bound4;
   std::optional<ipam::Address> bound6;
   Snapshot last;
+  // Where the long promises are kept for the next agent on this node, and until when they are.
+  dataplane::NftApplier nft;
+  std::map<std::string, TimePoint> kept;
 
   prometheus::Counter* sent = nullptr;
   prometheus::Counter* sentBytes = nullptr;
@@ -143,6 +149,28 @@ struct PeerMesh::State {
     return std::nullopt;
   }
 
+  // A grant longer than the window (a leaving peer's restart grace) is a promise the next agent
+  // on this node must keep too: written to the kernel first, with 2 s to spare so that it is
+  // rewritten every 2 s, not every round. If that fails, the grant goes out a window long.
+  void keepPromise(const std::string& node, Heartbeat& hb, TimePoint now) {
+    const auto window = options.quorum.window();
+    const std::chrono::milliseconds grant(hb.grantMs);
+    if (grant <= window) {
+      return;
+    }
+    auto& until = kept[node];
+    if (until >= now + grant) {
+      return;
+    }
+    const auto keep = grant + std::chrono::seconds(2);
+    if (auto done = nft.promise(node, keep); !done) {
+      spdlog::warn("egw-agent: {}: granting {} one window only", done.error(), node);
+      hb.grantMs = static_cast<uint32_t>(window.count());
+      return;
+    }
+    until = now + keep;
+  }
+
   void round() {
     const TimePoint now = clock->now();
     for (auto& [node, hb] : quorum.round(now)) {
@@ -150,6 +178,7 @@ struct PeerMesh::State {
       if (!to) {
         continue;
       }
+      keepPromise(node, hb, now);
       auto bytes = encodeHeartbeat(hb);
       if (!bytes) {
         spdlog::warn("egw-agent: heartbeat to {}: {}", node, bytes.error());
@@ -378,6 +407,22 @@ void PeerMesh::start() {
   }
   s.started = true;
   s.startedAt = s.clock->now();
+  // What a predecessor on this node promised for longer than a window (fence.h).
+  if (auto kept = s.nft.promises(); kept) {
+    std::map<std::string, TimePoint> restore;
+    for (const auto& [name, m] : s.members) {
+      if (auto it = kept->find(dataplane::promiseKey(name)); it != kept->end()) {
+        restore[name] = s.startedAt + it->second;
+        s.kept[name] = s.startedAt + it->second;
+      }
+    }
+    s.quorum.restorePromises(restore);
+    if (!restore.empty()) {
+      spdlog::info("egw-agent: keeping {} promises of the agent before this one", restore.size());
+    }
+  } else {
+    spdlog::warn("egw-agent: {}", kept.error());
+  }
   net::co_spawn(s.executor, roundLoop(state_), net::detached);
   for (const auto& sock : {s.v4, s.v6}) {
     if (sock) {
@@ -417,11 +462,6 @@ bool PeerMesh::dead(const std::string& node, TimePoint now) const {
 
 bool PeerMesh::current(const std::string& node, TimePoint now) const {
   return state_->quorum.current(node, now);
-}
-
-bool PeerMesh::claims(const std::string& node, const ipam::Address& egressIP) const {
-  auto c = state_->quorum.claims(node);
-  return std::find(c.begin(), c.end(), egressIP) != c.end();
 }
 
 }  // namespace egress::agent

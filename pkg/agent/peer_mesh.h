@@ -64,8 +64,9 @@ class PeerMesh {
   void setClaims(std::vector<ipam::Address> held);
   // This agent stops to restart (PeerQuorum::leave): the next round asks for the restart grace.
   void leave();
-  // Starts the rounds and the receiving, on the executor; stop() ends them and closes the
-  // sockets.
+  // Restores what an agent before this one on the node promised (fence.h's promised set), then
+  // starts the rounds and the receiving, on the executor; stop() ends them and closes the
+  // sockets. Call setMembers() first.
   void start();
   void stop();
 
@@ -74,10 +75,9 @@ class PeerMesh {
   // A first sync may run: this node has a lease, or the timeout has passed since start() (it
   // may be alone, or nobody answers; a sync then holds nothing).
   bool ready(TimePoint now) const;
-  // The PeerLiveness answers, at `now`, for chooseHolder.
+  // What chooseHolder asks of a node, at `now` (claims: quorum().claims()).
   bool dead(const std::string& node, TimePoint now) const;
   bool current(const std::string& node, TimePoint now) const;
-  bool claims(const std::string& node, const ipam::Address& egressIP) const;
 
   struct State;
 

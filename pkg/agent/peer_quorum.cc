@@ -86,14 +86,21 @@ PeerQuorum::TimePoint PeerQuorum::standsUntil(TimePoint echoed, uint32_t ms) {
 }
 
 // A grant waits a window after the last dead vote, a dead vote for the end of the last grant. A
-// process's own start counts as both (a window, and the restart grace: the longest grant its
-// predecessor on this node may have given), since it cannot know what that one promised.
+// process's own start counts as both, a window long (what a predecessor promised for longer, it
+// kept in the kernel: restorePromises).
 bool PeerQuorum::canGrant(const Peer& p, TimePoint now) const {
   return now - std::max(start_, p.lastDead.value_or(start_)) >= options_.window();
 }
 
 bool PeerQuorum::canVoteDead(const Peer& p, TimePoint now) const {
-  return now >= std::max(start_ + options_.restartGrace, p.grantedUntil.value_or(start_));
+  return now >= std::max(start_ + options_.window(), p.grantedUntil.value_or(start_));
+}
+
+void PeerQuorum::restorePromises(const std::map<std::string, TimePoint>& grantedUntil) {
+  for (const auto& [node, until] : grantedUntil) {
+    auto& p = peers_[node];
+    p.grantedUntil = std::max(p.grantedUntil.value_or(until), until);
+  }
 }
 
 std::vector<std::pair<std::string, Heartbeat>> PeerQuorum::round(TimePoint now) {

@@ -35,9 +35,11 @@
 // for that long: its successor finds them held (the kernel fence lists them) and carries on, and
 // no peer takes them meanwhile. A node that does not come back within R fails over then.
 //
-// A new process grants nothing for its first W and votes nobody dead for its first R: it cannot
-// know what its predecessor on the node promised. It takes a peer's word only from a message
-// echoing its own incarnation
+// A new process grants nothing and votes nobody dead for its first W: it cannot know what its
+// predecessor on the node promised in its last window. The longer promises (the grants of a
+// restart grace) outlive a process: they are written to the node's kernel before they are sent
+// (PeerMesh, fence.h's "promised" set) and a new process restores them. It takes a peer's word
+// only from a message echoing its own incarnation
 // (64 random bits, new at each start) and a recent seq: a sender that cannot read the
 // node-to-node traffic cannot write one that counts. Seqs only grow: a replayed message is
 // ignored.
@@ -93,6 +95,8 @@ class PeerQuorum {
   // This agent is stopping to restart: from the next round its messages ask for grants of the
   // restart grace, and leaseUntil() grows to their end as they come in.
   void leave() { leaving_ = true; }
+  // What a predecessor on this node promised: no dead vote for each node before its time.
+  void restorePromises(const std::map<std::string, TimePoint>& grantedUntil);
 
   // One round at `now`: the message for each member peer. From now on the round's grants and
   // dead votes are promises.

@@ -78,6 +78,10 @@ Clock& Controller::clock() const {
   return state_->clock;
 }
 
+net::any_io_executor Controller::executor() const {
+  return state_->executor;
+}
+
 size_t Controller::queueLength() const {
   return state_->queue ? state_->queue->len() : 0;
 }

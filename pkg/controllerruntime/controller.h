@@ -113,6 +113,8 @@ class Controller : public Runnable {
   virtual std::unique_ptr<workqueue::RateLimiter<std::string>> rateLimiter();
 
   Clock& clock() const;
+  // Where the workers run (the Manager's event loop).
+  net::any_io_executor executor() const;
 
  private:
   using State = detail::ControllerState;

@@ -75,10 +75,17 @@ struct PolicyView {
   std::vector<SourceView> sources;
 };
 
-// Whether a node's agent is live now, as this agent judges it (a node without an entry is not).
+// What this agent knows now of a node's agent, from the agents' heartbeats (pkg/agent
+// peer_quorum.h); a node without an entry has no agent and holds nothing.
 struct LeaseView {
   std::string node;
+  // This node: it has a lease (a majority of the agents hears it). A peer: no majority certifies
+  // it dead.
   bool fresh = false;
+  // A peer: it wrote to this node after this node's lease began, so `claims` are current.
+  bool current = true;
+  // The egress IPs it holds (this node: now, in its kernel).
+  std::vector<ipam::Address> claims;
 };
 
 struct ClusterView {

@@ -10,6 +10,7 @@
 #include <openssl/sha.h>
 
 #include "pkg/base/fnv1a.h"
+#include "pkg/dataplane/holder_choice.h"
 #include "pkg/dataplane/rendezvous.h"
 
 namespace egress::dataplane {
@@ -120,9 +121,7 @@ class Computer {
  private:
   void liveNodes() {
     for (const auto& l : view_.leases) {
-      if (l.fresh) {
-        live_.insert(l.node);
-      }
+      agents_.emplace(l.node, &l);
     }
   }
 
@@ -269,21 +268,62 @@ class Computer {
     return std::nullopt;
   }
 
-  // A slot's node holds its egress IPs only while that node's agent is live (for this node:
-  // while this agent is fresh), so a dead holder's addresses are unreachable, not sent to it.
+  // Each egress IP's holder among its policy's gateway nodes (holder_choice.h). Where this node
+  // would be the holder but may not hold it (no lease, or a live candidate's claims are not
+  // current), nobody holds it here: its traffic is refused, never sent to a node that does not
+  // hold it.
   void findHolders() {
-    for (const auto& p : view_.policies) {
-      for (const auto& slot : p.slots) {
-        if (slot.node.empty() || !live_.contains(slot.node)) {
-          continue;
+    const LeaseView* self = agent(view_.self);
+    const bool selfLive = self != nullptr && self->fresh;
+    std::map<Address, std::vector<std::string>> claimants;
+    for (const auto& l : view_.leases) {
+      if (l.node != view_.self && l.fresh) {
+        for (const auto& e : l.claims) {
+          claimants[e].push_back(l.node);
         }
+      }
+    }
+    PeerLiveness peers{[this](const std::string& n) {
+                         const LeaseView* l = agent(n);
+                         return l == nullptr || !l->fresh;
+                       },
+                       [this](const std::string& n) {
+                         const LeaseView* l = agent(n);
+                         return l != nullptr && l->current;
+                       },
+                       [&claimants](const Address& e) {
+                         auto it = claimants.find(e);
+                         return it == claimants.end() ? std::vector<std::string>{} : it->second;
+                       }};
+    for (const auto& p : view_.policies) {
+      std::vector<std::string> nodes;
+      for (const auto& slot : p.slots) {
+        if (!slot.node.empty() && std::find(nodes.begin(), nodes.end(), slot.node) == nodes.end()) {
+          nodes.push_back(slot.node);
+        }
+      }
+      for (const auto& slot : p.slots) {
         for (const auto& e : slot.ips) {
-          if (owners_.contains(e)) {
-            holder_[e] = slot.node;
+          if (!owners_.contains(e)) {
+            continue;
+          }
+          const bool holds = self != nullptr && std::find(self->claims.begin(), self->claims.end(),
+                                                          e) != self->claims.end();
+          auto choice = chooseHolder(e, rankCandidates(e, slot.node, nodes), view_.self, selfLive,
+                                     holds, peers);
+          if (choice.held) {
+            holder_[e] = view_.self;
+          } else if (choice.holder && *choice.holder != view_.self) {
+            holder_[e] = *choice.holder;
           }
         }
       }
     }
+  }
+
+  const LeaseView* agent(const std::string& node) const {
+    auto it = agents_.find(node);
+    return it == agents_.end() ? nullptr : it->second;
   }
 
   bool heldHere(const Address& e) const {
@@ -387,6 +427,7 @@ class Computer {
     // The tunnel filter: who may send to the tunnel port (every node), and what a peer's tunnel
     // may deliver (its own source pods, by its tunnel MAC).
     t.tunnelPort = config_.port;
+    t.heartbeatPort = config_.heartbeatPort;
     for (const auto& n : view_.nodes) {
       for (const auto& a : {n.ipv4, n.ipv6}) {
         if (a) {
@@ -553,7 +594,8 @@ class Computer {
   std::unordered_map<std::string, Peer> peers_;
   // Every node's addresses, and whose (the first node in the view's order).
   std::map<Address, std::string> nodeAddresses_;
-  std::set<std::string> live_;
+  // The agents by node (view_.leases).
+  std::map<std::string, const LeaseView*> agents_;
   struct Claim {
     std::map<std::string, std::string> keyByUID;
     int slots = 0;

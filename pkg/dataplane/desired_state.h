@@ -9,9 +9,11 @@
 //   - every egress IP E of every policy gets a mark k (in the configured mark bits, in address
 //     order). An E listed by two policies (two uids) gets none and is held by nobody: any
 //     namespace may ask for an address, and a first-come rule would let a forged policy win it;
-//   - E's holder is the node its slot names, and only while that node's agent is live; E is
-//     held here iff its slot names this node and this agent is itself fresh (fencing: once it
-//     cannot renew, another node may hold E by now);
+//   - E's holder is chosen among the nodes of its policy's slots by holder_choice.h: the node
+//     that claims it and is not certified dead, else the first live one, its slot's node first.
+//     So E moves to another gateway node of its policy when its holder dies, decided by the
+//     agents alone (through an API outage too), and stays there. E is held here only while this
+//     agent has a lease (a majority hears it: once it has not, another node may hold E soon);
 //   - each source pod is sent by rendezvous hash to one E of its family among the policy's
 //     egress IPs that have a live holder, so a dead holder moves only its own pods, to live
 //     addresses, and they come back when it does; with none, the refuse mark: fail closed, the
@@ -43,6 +45,8 @@ struct DataplaneConfig {
   std::string egressIPDevice = "egw-eip0";
   uint32_t vni = 4242;
   uint16_t port = 4799;
+  // The agents' heartbeats (pkg/agent/peer_mesh.h): only nodes may send to it. 0 = none.
+  uint16_t heartbeatPort = 4798;
   // The packet/connection mark bits the agent owns (kube-proxy uses 0x4000/0x8000, Calico
   // 0xffff0000). The highest value is the reply mark, the one below it the refuse mark.
   uint32_t markMask = 0xff;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "pkg/base/fnv1a.h"
+
 namespace egress::dataplane {
 namespace {
 
@@ -59,6 +61,7 @@ std::string renderFence(const FenceState& s) {
   line("add set inet " + t + " known4 { type ipv4_addr; }");
   line("add set inet " + t + " known6 { type ipv6_addr; }");
   line("add set inet " + t + " knownnd { typeof @th,64,128; }");
+  line("add set inet " + t + " promised { type mark; flags timeout; }");
   line("add counter inet " + t + " fenced");
   // srcnat + 11: after the agent's own guard (srcnat + 1) and every NAT chain of the hook.
   line("add chain inet " + t +
@@ -108,6 +111,21 @@ std::string renderFenceHeld(const FenceState& s) {
   fill(out, "inet", "heldnd", held, v6, rawIPv6, timeout);
   fill(out, "arp", "held", held, v4, plain, timeout);
   return out;
+}
+
+uint32_t promiseKey(std::string_view node) {
+  const uint64_t h = fnv1a(node);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+std::string renderPromise(std::string_view node, std::chrono::milliseconds remaining) {
+  const std::string t = kFenceTable;
+  const std::string key = std::to_string(promiseKey(node));
+  // add + delete + add: a new timeout whether or not the element was there.
+  return "add table inet " + t + "\nadd set inet " + t +
+         " promised { type mark; flags timeout; }\nadd element inet " + t + " promised { " + key +
+         " }\ndelete element inet " + t + " promised { " + key + " }\nadd element inet " + t +
+         " promised { " + key + " timeout " + std::to_string(remaining.count()) + "ms }\n";
 }
 
 std::string removeFence() {

@@ -28,7 +28,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pkg/ipam/address.h"
@@ -56,5 +58,14 @@ std::string renderFence(const FenceState& state);
 std::string renderFenceHeld(const FenceState& state);
 // The transaction that removes both tables (and succeeds when there are none).
 std::string removeFence();
+
+// The agents' long promises (pkg/agent/peer_quorum.h: a leaving peer's restart grace) outlive
+// the process that made them: set "promised" of table inet egw_fence holds one element per
+// peer, the hash below of its name, timing out when the promise ends, so that the next agent on
+// the node keeps them. renderFence() makes the set and never flushes it.
+uint32_t promiseKey(std::string_view node);
+// One transaction: the tables and set if absent, and the element of `node` timing out after
+// `remaining` (replacing an element there was).
+std::string renderPromise(std::string_view node, std::chrono::milliseconds remaining);
 
 }  // namespace egress::dataplane

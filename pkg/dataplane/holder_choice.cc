@@ -50,11 +50,19 @@ std::vector<std::string> rankCandidates(const ipam::Address& egressIP, const std
 HolderChoice chooseHolder(const ipam::Address& egressIP, const std::vector<std::string>& ranked,
                           const std::string& self, bool selfLive, bool selfHolds,
                           const PeerLiveness& peers) {
+  const auto others = peers.claimants(egressIP);
+  HolderChoice out;
+  for (const auto& c : others) {
+    if (std::find(ranked.begin(), ranked.end(), c) == ranked.end()) {
+      out.holder = c;  // the first such, by name (claimants() lists them in order)
+      return out;
+    }
+  }
   auto claims = [&](const std::string& n) {
-    return n == self ? selfHolds && selfLive : !peers.dead(n) && peers.claims(n, egressIP);
+    return n == self ? selfHolds && selfLive
+                     : std::find(others.begin(), others.end(), n) != others.end();
   };
   auto alive = [&](const std::string& n) { return n == self ? selfLive : !peers.dead(n); };
-  HolderChoice out;
   for (const auto& n : ranked) {
     if (claims(n)) {
       out.holder = n;

@@ -11,6 +11,12 @@
 //     claimant is the holder: an address stays where it is when a higher-ranked node comes back
 //     (no second move), and of two claimants after a change of the candidates, the lower yields;
 //   - with no claimant, the holder is the first candidate that is not certified dead;
+//   - a live node that claims the address but is no candidate in this agent's view stays its
+//     holder: nobody else takes it, and sources send it there, until that node lets go (its own
+//     view no longer names it) or is certified dead. That is a holder cut off from the API
+//     server, whose view is old: its gateway pod evicted meanwhile, or the address given up by
+//     its policy and given to another. It keeps serving its own view's sources, and two nodes
+//     never hold the address;
 //   - this node holds the address only while it has a lease (a majority hears it), and takes it
 //     (holds it without holding it already) only when every candidate that is not certified
 //     dead wrote to it after its lease began: their claims are current, and one that took the
@@ -33,7 +39,8 @@ struct PeerLiveness {
   std::function<bool(const std::string& node)> dead;
   // Its claims are current: it wrote its last message after this node's lease began.
   std::function<bool(const std::string& node)> current;
-  std::function<bool(const std::string& node, const ipam::Address&)> claims;
+  // The nodes, this one aside, that are not certified dead and claim the address.
+  std::function<std::vector<std::string>(const ipam::Address&)> claimants;
 };
 
 // `nodes` (distinct, `slotNode` among them or not) ranked for `egressIP`: `slotNode` first (when

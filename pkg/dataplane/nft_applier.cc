@@ -1,9 +1,13 @@
 #include "pkg/dataplane/nft_applier.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
+
+#include <rapidjson/document.h>
 
 #include "pkg/base/heap.h"
 #include <arpa/inet.h>
@@ -158,6 +162,99 @@ Result<Ok, std::string> NftApplier::applyFence(const FenceState& state) {
   }
   fence_ = Fence{state.tunnel, state.known, 0};
   return Ok{};
+}
+
+namespace {
+
+// Each element of the set `nft list set` printed, as its value: an element with a timeout is
+// {"elem": {"val": ..., "timeout": ..., "expires": ...}}, and `each` gets that inner object.
+bool forEachElement(const std::string& listed,
+                    const std::function<void(const rapidjson::Value&)>& each) {
+  rapidjson::Document doc;
+  doc.Parse(listed.c_str());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("nftables") ||
+      !doc["nftables"].IsArray()) {
+    return false;
+  }
+  for (const auto& item : doc["nftables"].GetArray()) {
+    if (!item.IsObject() || !item.HasMember("set") || !item["set"].HasMember("elem") ||
+        !item["set"]["elem"].IsArray()) {
+      continue;
+    }
+    for (const auto& e : item["set"]["elem"].GetArray()) {
+      each(e.IsObject() && e.HasMember("elem") && e["elem"].IsObject() ? e["elem"] : e);
+    }
+  }
+  return true;
+}
+
+bool noSuchSet(const std::string& error) {
+  return error.find("No such file or directory") != std::string::npos;
+}
+
+}  // namespace
+
+Result<std::vector<ipam::Address>, std::string> NftApplier::fenceHeld() {
+  std::vector<ipam::Address> out;
+  for (const char* set : {"held4", "held6"}) {
+    auto listed = run(std::string("list set inet ") + kFenceTable + " " + set);
+    if (!listed) {
+      if (noSuchSet(listed.error())) {
+        continue;  // no fence: nothing held
+      }
+      return unexpected("reading the fence: " + listed.error());
+    }
+    const bool parsed = forEachElement(*listed, [&](const rapidjson::Value& e) {
+      const rapidjson::Value& val = e.IsObject() && e.HasMember("val") ? e["val"] : e;
+      if (val.IsString()) {
+        if (auto a = ipam::parseAddress(val.GetString())) {
+          out.push_back(*a);
+        }
+      }
+    });
+    if (!parsed) {
+      return unexpected(std::string("reading the fence: unexpected output of nft"));
+    }
+  }
+  return out;
+}
+
+Result<Ok, std::string> NftApplier::promise(std::string_view node,
+                                            std::chrono::milliseconds remaining) {
+  auto done = run(renderPromise(node, remaining));
+  if (!done) {
+    return unexpected("keeping a promise: " + done.error());
+  }
+  return Ok{};
+}
+
+Result<std::map<uint32_t, std::chrono::milliseconds>, std::string> NftApplier::promises() {
+  std::map<uint32_t, std::chrono::milliseconds> out;
+  auto listed = run(std::string("list set inet ") + kFenceTable + " promised");
+  if (!listed) {
+    if (noSuchSet(listed.error())) {
+      return out;
+    }
+    return unexpected("reading the promises: " + listed.error());
+  }
+  const bool parsed = forEachElement(*listed, [&](const rapidjson::Value& e) {
+    if (!e.IsObject() || !e.HasMember("val") || !e.HasMember("expires") ||
+        !e["expires"].IsUint64()) {
+      return;
+    }
+    // A mark is written as a number or as hex text, as the version of nft has it.
+    const auto& val = e["val"];
+    if (val.IsUint()) {
+      out[val.GetUint()] = std::chrono::seconds(e["expires"].GetUint64() + 1);
+    } else if (val.IsString()) {
+      out[static_cast<uint32_t>(std::strtoul(val.GetString(), nullptr, 0))] =
+          std::chrono::seconds(e["expires"].GetUint64() + 1);
+    }
+  });
+  if (!parsed) {
+    return unexpected(std::string("reading the promises: unexpected output of nft"));
+  }
+  return out;
 }
 
 Result<Ok, std::string> NftApplier::removeFence() {

@@ -59,6 +59,14 @@ class NftApplier {
   Result<Ok, std::string> applyFence(const FenceState& state);
   // Removes the fence tables; succeeds when there are none.
   Result<Ok, std::string> removeFence();
+  // The addresses the kernel fence holds now (the elements of its held sets that have not timed
+  // out): what a restarted agent's predecessor held and may still. None without the tables.
+  Result<std::vector<ipam::Address>, std::string> fenceHeld();
+  // Keeps a promise about `node` in the kernel for `remaining` (fence.h renderPromise).
+  Result<Ok, std::string> promise(std::string_view node, std::chrono::milliseconds remaining);
+  // The promises kept, by key (promiseKey), with at least the time they have left (the kernel
+  // tells whole seconds: one more is added). None without the tables.
+  Result<std::map<uint32_t, std::chrono::milliseconds>, std::string> promises();
   // What each named counter of the table has counted since the table was made.
   Result<std::map<std::string, NftCount>, std::string> counters(const std::string& tableName);
 

@@ -462,9 +462,23 @@ class Builder {
         counterObject(egressCounter(eip.ip));
       }
     }
+    // The tunnel's port and the heartbeats': only nodes may send to either.
     auto udpToTunnel = [&] {
       e_.match(
-          "==", [&] { e_.payload("udp", "dport"); }, [&] { w_.Uint(t_.tunnelPort); });
+          "==", [&] { e_.payload("udp", "dport"); },
+          [&] {
+            if (t_.heartbeatPort == 0 || t_.heartbeatPort == t_.tunnelPort) {
+              w_.Uint(t_.tunnelPort);
+              return;
+            }
+            w_.StartObject();
+            w_.Key("set");
+            w_.StartArray();
+            w_.Uint(t_.tunnelPort);
+            w_.Uint(t_.heartbeatPort);
+            w_.EndArray();
+            w_.EndObject();
+          });
     };
     // Destinations and exclusions, one interval set per distinct list, shared by the policies
     // that list the same (most policies do): libnftables fetches every interval set's elements
@@ -1047,6 +1061,7 @@ std::string nftShapeDigest(const NftTable& table) {
   shape.egressIPs = table.egressIPs;
   shape.inCluster = table.inCluster;
   shape.tunnelPort = table.tunnelPort;
+  shape.heartbeatPort = table.heartbeatPort;
   shape.policies.reserve(table.policies.size());
   for (const auto& p : table.policies) {
     NftPolicy s;
@@ -1071,7 +1086,7 @@ bool nftSameShape(const NftTable& a, const NftTable& b) {
       a.replyMark != b.replyMark || a.refuseMark != b.refuseMark || a.localMark != b.localMark ||
       a.symmetricReply != b.symmetricReply || a.egressIPs != b.egressIPs ||
       a.inCluster != b.inCluster || a.tunnelPort != b.tunnelPort ||
-      a.policies.size() != b.policies.size()) {
+      a.heartbeatPort != b.heartbeatPort || a.policies.size() != b.policies.size()) {
     return false;
   }
   for (size_t n = 0; n < a.policies.size(); ++n) {

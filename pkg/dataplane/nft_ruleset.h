@@ -30,14 +30,14 @@
 //   unmark    postrouting, srcnat+10: clears our mark bits on packets into the tunnel, else the
 //             outer packet inherits the mark and is routed into the tunnel again.
 //   forward   no tunnel-to-tunnel forwarding; TCP MSS clamped to the tunnel's MTU; UDP to a
-//             node's tunnel port that a pod sends (it is forwarded, where the tunnel's own
-//             packets are not) is dropped: counter tunnel_from_pod.
-//   tunnel_in input: UDP to the tunnel port from an address that is no node's is dropped
-//             (counter tunnel_not_node). And in classify, before anything else: a packet the
-//             tunnel delivers that opens a connection is dropped unless its (inner source MAC,
-//             source address) is a source pod on the node that sent it (counter
-//             tunnel_forged): no pod can leave as another policy's source by sending a frame
-//             with a forged inner source.
+//             node's tunnel or heartbeat port that a pod sends (it is forwarded, where the
+//             agents' own packets are not) is dropped: counter tunnel_from_pod.
+//   tunnel_in input: UDP to the tunnel or heartbeat port from an address that is no node's is
+//             dropped (counter tunnel_not_node): no pod can send the agents a heartbeat. And in
+//             classify, before anything else: a packet the tunnel delivers that opens a connection
+//             is dropped unless its (inner source MAC, source address) is a source pod on the node
+//             that sent it (counter tunnel_forged): no pod can leave as another policy's source by
+//             sending a frame with a forged inner source.
 #pragma once
 
 #include <array>
@@ -113,6 +113,8 @@ struct NftTable {
   // The tunnel's UDP port, every node's underlay address (by family), and the source pods the
   // tunnel may deliver (by family): what the tunnel filter lets through.
   uint16_t tunnelPort = 4799;
+  // The agents' heartbeat port (peer_mesh.h), filtered as the tunnel's; 0 = none.
+  uint16_t heartbeatPort = 0;
   std::array<std::vector<ipam::Address>, 2> nodes;
   std::array<std::vector<NftTunnelSource>, 2> tunnelSources;
 

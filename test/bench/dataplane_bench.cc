@@ -81,7 +81,7 @@ ClusterView cluster(int sources) {
     n.ipv4 = parse("172.16." + std::to_string(i / 250) + "." + std::to_string(1 + i % 250));
     n.addresses = {*n.ipv4};
     v.nodes.push_back(n);
-    v.leases.push_back({n.name, true});
+    v.leases.push_back({n.name, true, true, {}});
   }
   v.poolCIDRs = {*egress::ipam::parseCIDR("198.18.0.0/15"),
                  *egress::ipam::parseCIDR("fd00:e::/64")};

@@ -681,11 +681,12 @@ TEST_F(DataplaneE2E, ALiveHolderThatLosesTheIPForgetsTheConnectionsItSNATed) {
   EXPECT_THAT(agent(2).log(), HasSubstr("conntrack entries deleted"));
 }
 
-// The holder cut off from the API (its TCP to the API server dropped on its node; the IP's
-// traffic itself unaffected) stops answering for the egress IPs once its own Lease is stale:
-// proxy ARP and NDP entries gone, its pod's connections refused (fail closed, never the node's
-// address); once the API answers again it holds them again.
-TEST_F(DataplaneE2E, AHolderCutOffFromTheApiStopsAnsweringForTheIPsWithinItsLease) {
+// The holder cut off from the API (its TCP to the API server dropped on its node; the agents'
+// heartbeats and the IP's traffic unaffected) keeps holding: its peers still hear it, so a
+// majority grants it its lease and nobody certifies it dead, however stale its Lease is. For
+// twice the Lease duration, its pod leaves with the egress IPs, its proxy ARP/NDP entries stay,
+// and it is not fenced; once the API answers again nothing has moved.
+TEST_F(DataplaneE2E, AHolderCutOffFromTheApiOnlyKeepsHoldingAndNothingMoves) {
   ASSERT_EQ(holder().second, node(3));
   ASSERT_TRUE(eventually(
       [&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 60s));
@@ -698,50 +699,53 @@ TEST_F(DataplaneE2E, AHolderCutOffFromTheApiStopsAnsweringForTheIPsWithinItsLeas
   const std::string cut = "OUTPUT -d " + std::string(kApiAddress) + " -p tcp -j DROP";
   sh("ip netns exec " + node(3) + " iptables -I " + cut);
   const auto start = std::chrono::steady_clock::now();
-  std::string left;
-  const bool withdrawn = eventually(
-      [&] {
-        left = proxies();
-        return left.find(egressIP_ + " ") == std::string::npos &&
-               left.find(egressIP6_ + " ") == std::string::npos;
-      },
-      30s);
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // Against the Lease as the API server has it (its last renewal): the agent fences once its
-  // Lease is stale, so this is about the 6 s duration plus up to one 1 s sync. Printed, not
-  // asserted: a shared machine can delay the agent's sync.
-  const double withdrawnAt =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  int rounds = 0;
+  while (std::chrono::steady_clock::now() - start < 12s) {
+    EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith(egressIP_ + ":")) << rounds;
+    EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith(egressIP6_ + ":")) << rounds;
+    ++rounds;
+    std::this_thread::sleep_for(500ms);
+  }
+  EXPECT_GE(rounds, 10);
+  EXPECT_THAT(proxies(), HasSubstr(egressIP_ + " "));
+  EXPECT_THAT(proxies(), HasSubstr(egressIP6_ + " "));
+  EXPECT_EQ(metricSum(agentMetrics(3), "egw_agent_fenced"), 0);
+  // Its Lease is stale by now, as the API server has it.
   const auto renewed = kubectlOut(
       {"get", "lease", "-n", kLeaseNs, "egw-agent-" + node(3), "-o", "jsonpath={.spec.renewTime}"});
   const double renewedAt = std::stod(output("date -d '" + renewed + "' +%s.%N"));
-  std::printf(
-      "[ fencing ] API cut off to no proxy ARP/NDP entry for the egress IPs: %.1f s, "
-      "%.1f s after the Lease's last renewal (it expires after 6 s)\n",
-      took, withdrawnAt - renewedAt);
-  EXPECT_TRUE(withdrawn) << left << agent(3).log();
-  EXPECT_EQ(metricSum(agentMetrics(3), "egw_agent_fenced"), 1);
-  sh(std::string(": > ") + kEchoLog);
-  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith("error:"));
-  EXPECT_THAT(connect("p3", "fd00:50::100"), StartsWith("error:"));
-  const auto seen = output(std::string("cat ") + kEchoLog);
-  EXPECT_THAT(seen, Not(HasSubstr("192.168.50.13"))) << seen;
-  EXPECT_THAT(seen, Not(HasSubstr("10.244."))) << seen;
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GT(now - renewedAt, 6.0) << "the Lease was renewed: the API was not cut off";
 
   sh("ip netns exec " + node(3) + " iptables -D " + cut);
-  EXPECT_TRUE(
-      eventually([&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 60s))
-      << agent(3).log();
+  EXPECT_TRUE(eventually([&] { return holder().second == node(3); }, 30s));
+  EXPECT_THAT(connect("p3", "192.168.50.100"), StartsWith(egressIP_ + ":"));
   EXPECT_THAT(proxies(), HasSubstr(egressIP_ + " "));
-  EXPECT_EQ(metricSum(agentMetrics(3), "egw_agent_fenced"), 0);
 }
 
 // Fencing lives in the kernel: the holder's agent SIGKILLed and kept down, its node's link up
 // (its kernel still has the proxy entries and SNAT rules the agent made). Sampled from the
 // external host every 100 ms (ARP who-has and a neighbour solicitation for the egress IPs): at no
-// sample do two nodes answer, and the new holder answers within the Lease duration and 2 s.
+// sample do two nodes answer, and the new holder answers within the Lease duration and 2 s (the
+// policy has one gateway pod: the operator names the new one once the old agent's Lease is stale,
+// and node 2 takes the address once a majority of the agents certifies node 3 dead).
 TEST_F(DataplaneE2E, AKilledHoldersKernelStopsAnsweringBeforeTheAddressMoves) {
+  // Node 1, cut off and its agent killed by the failover tests before: back, so that two of the
+  // three agents are alive once node 3's is killed (one alone is no majority and holds nothing).
+  sh("ip -n ul link set v-egress-node-1 up");
+  if (agentMetrics(1).find("egw_agent_fenced") == std::string::npos) {
+    startAgent(1);
+  }
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto m = agentMetrics(1);
+        return metricSum(m, "egw_agent_last_successful_sync_timestamp_seconds") > 0 &&
+               metricSum(m, "egw_agent_fenced") == 0 &&
+               metricSum(m, "egw_agent_peers", {{"state", "heard"}}) == 2;
+      },
+      60s))
+      << agent(1).log();
   ASSERT_TRUE(eventually([&] { return holder().second == node(3); }, 60s));
   ASSERT_TRUE(eventually(
       [&] { return connect("p3", "192.168.50.100").starts_with(egressIP_ + ":"); }, 60s));
@@ -802,7 +806,16 @@ TEST_F(DataplaneE2E, AKilledHoldersKernelStopsAnsweringBeforeTheAddressMoves) {
       killedAt, lastOld, firstNew, count);
   EXPECT_GE(count, 150);
   EXPECT_GE(lastOld, 0) << "node 3 never answered: the sampling saw nothing";
-  ASSERT_GE(firstNew, 0) << "node 2 never answered";
+  ASSERT_GE(firstNew, 0) << "node 2 never answered\n"
+                         << kubectlOut({"get", "egresspolicyslices", "-o", "yaml"}) << "\n"
+                         << kubectlOut({"get", "pods", "-n", kNs, "-o", "wide"}) << "\n"
+                         << agentMetrics(2) << "\n"
+                         << agent(2).log() << "\n"
+                         << agentMetrics(1) << "\n"
+                         << agent(1).log() << "\n"
+                         << output("ip netns exec " + node(1) + " ss -uanp") << "\n"
+                         << output("ip netns exec " + node(2) + " ss -uanp") << "\n"
+                         << operatorProcess().log();
   EXPECT_LT(lastOld, firstNew);
   EXPECT_LE(firstNew - killedAt, 6.0 + 2.0) << "not within the Lease duration and 2 s";
   // p3's node has no agent: its kernel, fenced, refuses p3's traffic (never its own address);

@@ -1,6 +1,7 @@
 #include "pkg/controller/egressgateway/holder_moves.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -44,6 +45,49 @@ std::vector<HolderMove> newHolders(const EgressGatewayPolicyInfo& info,
   for (size_t i = 0; i < holders.size() && next < waiting.size(); ++i) {
     if (holders[i].empty()) {
       out.push_back({i, "", waiting[next++]->pod->metadata.name});
+    }
+  }
+  return out;
+}
+
+std::vector<HolderMove> reportedHolderMoves(
+    const EgressGatewayPolicyInfo& info, const std::vector<ipam::Entry>& ledger,
+    const std::vector<std::string>& holders,
+    const std::map<ipam::Address, std::set<std::string>>& reported) {
+  std::vector<HolderMove> out;
+  for (size_t i = 0; i < ledger.size() && i < holders.size(); ++i) {
+    // The one live node that reports every address of the entry.
+    std::optional<std::string> node;
+    bool one = !ledger[i].empty();
+    for (const auto& a : ledger[i]) {
+      auto it = reported.find(a);
+      if (it == reported.end() || it->second.size() != 1 ||
+          (node && *node != *it->second.begin())) {
+        one = false;
+        break;
+      }
+      node = *it->second.begin();
+    }
+    if (!one || !node) {
+      continue;
+    }
+    if (!holders[i].empty() && info.egressPods.at(holders[i]).pod->spec.nodeName == *node) {
+      continue;
+    }
+    const EgressPodInfo* to = nullptr;
+    for (const auto& [name, p] : info.egressPods) {
+      if (p.terminating || p.pod->spec.nodeName != *node) {
+        continue;
+      }
+      const bool holding = std::find(holders.begin(), holders.end(), name) != holders.end();
+      const bool toHolds = to != nullptr && std::find(holders.begin(), holders.end(),
+                                                      to->pod->metadata.name) != holders.end();
+      if (to == nullptr || (holding && !toHolds) || (holding == toHolds && olderPod(p, *to))) {
+        to = &p;
+      }
+    }
+    if (to != nullptr) {
+      out.push_back({i, holders[i], to->pod->metadata.name, true});
     }
   }
   return out;

@@ -20,12 +20,15 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "pkg/apis/coordination/lease.h"
 #include "pkg/apis/meta/time.h"
 #include "pkg/controller/apis/egressgateway_policy.h"
+#include "pkg/ipam/allocator.h"
 
 namespace egress::controller {
 
@@ -40,11 +43,25 @@ struct HolderMove {
   size_t entry = 0;  // index into the ledger
   std::string from;  // the holder it leaves ("" for none)
   std::string to;    // the pod taking the entry over
+  // The agents moved it (reportedHolderMoves), the ledger follows; else the operator moves it.
+  bool reported = false;
 };
 
 // `holders`: a pod name per ledger entry, "" for none.
 std::vector<HolderMove> newHolders(const EgressGatewayPolicyInfo& info,
                                    const std::vector<std::string>& holders);
+
+// With the agent: the entries the agents moved themselves. The agents move an address among
+// its policy's gateway nodes when its holder dies, through an API outage too (pkg/agent
+// peer_quorum.h); the ledger follows what they hold, never the other way round. An entry whose
+// every address exactly one live agent reports holding (`reported`: address -> live nodes, as
+// Agents::claims gives it), on another node than its holder pod's, moves to the policy's
+// gateway pod on that node: one that holds an entry already if there is one, else the oldest
+// that is not being deleted. Without such a pod it stays.
+std::vector<HolderMove> reportedHolderMoves(
+    const EgressGatewayPolicyInfo& info, const std::vector<ipam::Entry>& ledger,
+    const std::vector<std::string>& holders,
+    const std::map<ipam::Address, std::set<std::string>>& reported);
 
 // `holders`: entryHolders() of the ledger (a pod name per entry, "" for none). `nodeFresh`: whether
 // a node's agent Lease is fresh.

@@ -293,14 +293,20 @@ net::awaitable<IPPoolProcessor::Outcome> IPPoolProcessor::process(
     }
     for (const auto& m : moved) {
       const std::string value = entryText(assignment.entries[m.entry]);
-      const std::string& fromNode = info.egressPods.at(m.from).pod->spec.nodeName;
+      const std::string fromNode =
+          m.from.empty() ? "" : info.egressPods.at(m.from).pod->spec.nodeName;
       const std::string& toNode = info.egressPods.at(m.to).pod->spec.nodeName;
-      ctx_.recorder.event(ref, core::kEventTypeNormal, kEventMoved,
-                          value + " moved from gateway pod " + m.from + " on node " + fromNode +
-                              " (its agent Lease " + std::string(kAgentLeasePrefix) + fromNode +
-                              " is stale) to gateway pod " + m.to + " on node " + toNode);
-      spdlog::info("egressgateway: policy {}: {} moved from {} ({}, agent Lease stale) to {} ({})",
-                   info.key, value, m.from, fromNode, m.to, toNode);
+      const std::string from =
+          m.from.empty() ? "no gateway pod" : "gateway pod " + m.from + " on node " + fromNode;
+      const std::string why =
+          m.reported
+              ? " (the agents moved it: node " + toNode + "'s agent reports it held)"
+              : " (its agent Lease " + std::string(kAgentLeasePrefix) + fromNode + " is stale)";
+      ctx_.recorder.event(
+          ref, core::kEventTypeNormal, kEventMoved,
+          value + " moved from " + from + " to gateway pod " + m.to + " on node " + toNode + why);
+      spdlog::info("egressgateway: policy {}: {} moved from {} to {} ({}){}", info.key, value, from,
+                   m.to, toNode, why);
     }
     // A first holder is routine, and the status says it: no Event (one POST per gateway pod).
     for (const auto& g : given) {
@@ -376,6 +382,12 @@ net::awaitable<Result<std::vector<std::string>, std::string>> IPPoolProcessor::c
   auto holders = entryHolders(info, found, ledger);
   if (agentEnabled(info.config.get())) {
     const auto now = ctx_.clock.now();
+    // First what the agents did: they move an address among the policy's gateway nodes
+    // themselves, API server or not; the ledger records it.
+    for (const auto& move : reportedHolderMoves(info, ledger, holders, ctx_.agents.claims(now))) {
+      holders[move.entry] = move.to;
+      moved.push_back(move);
+    }
     auto fresh = [&](const std::string& node) { return ctx_.agents.live(node, now); };
     for (const auto& move : staleHolderMoves(info, holders, fresh)) {
       // Stale as this process saw it: its Lease watch may lag (a stall, a relist). Ask the API

@@ -225,9 +225,14 @@ struct Peers {
   dataplane::PeerLiveness liveness() const {
     return {[this](const std::string& n) { return dead.contains(n); },
             [this](const std::string& n) { return current.contains(n); },
-            [this](const std::string& n, const ipam::Address& e) {
-              auto it = claims.find(n);
-              return it != claims.end() && it->second.contains(e);
+            [this](const ipam::Address& e) {
+              std::vector<std::string> out;
+              for (const auto& [n, c] : claims) {
+                if (!dead.contains(n) && c.contains(e)) {
+                  out.push_back(n);
+                }
+              }
+              return out;
             }};
   }
 };
@@ -296,6 +301,16 @@ TEST(HolderChoice, AClaimantKeepsItWhenAHigherNodeComesBackAndTheLowerOfTwoYield
   p.dead = {"a"};
   r = dataplane::chooseHolder(kE, ranked, "c", true, false, p.liveness());
   EXPECT_EQ(r.holder, "b");
+  // A live node that is no candidate still claims it (its view is old: its pod evicted, or the
+  // address another policy's): it stays the holder, no candidate takes it, until it lets go.
+  p.dead.clear();
+  p.claims = {{"x", {kE}}};
+  r = dataplane::chooseHolder(kE, ranked, "a", true, false, p.liveness());
+  EXPECT_EQ(r.holder, "x");
+  EXPECT_FALSE(r.held);
+  EXPECT_FALSE(dataplane::chooseHolder(kE, ranked, "a", true, true, p.liveness()).held);
+  p.dead = {"x"};
+  EXPECT_TRUE(dataplane::chooseHolder(kE, ranked, "a", true, false, p.liveness()).held);
 }
 
 // Many agents over a network that loses, delays and reorders messages, with links cut one way
@@ -378,6 +393,8 @@ class Simulation {
     nodes_[i].stopAt = now_ + 300ms;
     nodes_[i].restartAt = now_ + 300ms + after;
   }
+  // New processes do not restore their predecessors' promises (a broken agent, for the test).
+  void forgetPromises() { restorePromises_ = false; }
   // A crash and an immediate new process.
   void respawn(int i) {
     nodes_[i].q.reset();
@@ -422,8 +439,10 @@ class Simulation {
     // Leaving to restart: the process stops at stopAt and its successor starts at restartAt.
     std::optional<TimePoint> stopAt;
     std::optional<TimePoint> restartAt;
-    // The kernel: held addresses and when their fence ends (real time).
+    // The kernel: held addresses and when their fence ends, and the promises kept for the next
+    // process (real time).
     std::map<ipam::Address, TimePoint> kernel;
+    std::map<std::string, TimePoint> promises;
     std::set<ipam::Address> held;
   };
   struct Address {
@@ -454,6 +473,13 @@ class Simulation {
     Node& n = nodes_[i];
     n.q.emplace(names_[i], rng_(), options_, local(i, now_));
     n.q->setMembers(names_);
+    std::map<std::string, TimePoint> kept;
+    for (const auto& [peer, until] : n.promises) {
+      if (until > now_ && restorePromises_) {
+        kept[peer] = local(i, until);
+      }
+    }
+    n.q->restorePromises(kept);
     n.held.clear();
     for (const auto& [e, until] : n.kernel) {
       if (until > now_) {
@@ -564,6 +590,11 @@ class Simulation {
     std::uniform_int_distribution<int> delay(0, 40);
     for (auto& [to, hb] : msgs) {
       const int j = index(to);
+      // A long grant is kept in the kernel before it is sent (PeerMesh).
+      if (std::chrono::milliseconds(hb.grantMs) > options_.window()) {
+        auto& until = nodes_[from].promises[to];
+        until = std::max(until, now_ + std::chrono::milliseconds(hb.grantMs));
+      }
       if (cut_.contains({from, j}) || (lossy_ && dice(rng_) < 300)) {
         continue;
       }
@@ -583,9 +614,16 @@ class Simulation {
     dataplane::PeerLiveness peers{
         [&](const std::string& p) { return q.deadUntil(p, t).has_value(); },
         [&](const std::string& p) { return q.current(p, t); },
-        [&](const std::string& p, const ipam::Address& e) {
-          auto c = q.claims(p);
-          return std::find(c.begin(), c.end(), e) != c.end();
+        [&](const ipam::Address& e) {
+          std::vector<std::string> out;
+          for (const auto& p : names_) {
+            auto c = q.claims(p);
+            if (p != names_[i] && !q.deadUntil(p, t) &&
+                std::find(c.begin(), c.end(), e) != c.end()) {
+              out.push_back(p);
+            }
+          }
+          return out;
         }};
     std::set<ipam::Address> held;
     for (const auto& a : addresses_) {
@@ -673,6 +711,7 @@ class Simulation {
 
   std::mt19937_64 rng_;
   QuorumOptions options_;
+  bool restorePromises_ = true;
   std::vector<std::string> names_;
   std::vector<Node> nodes_;
   std::vector<Address> addresses_;
@@ -749,7 +788,8 @@ TEST(PeerQuorumSimulation, ARestartKeepsItsAddressesAndNewProcessesKeepTheirPred
     ASSERT_EQ(sim.holding(), std::vector<std::string>{"n0"}) << i;
   }
   // n0 leaves again, and both its peers crash and come back meanwhile: their new processes
-  // cannot know they granted n0 the restart grace, so they vote nobody dead for that long.
+  // restore the restart grace their predecessors granted n0 from the kernel, and vote it dead
+  // no sooner.
   sim.restart(0, 10s);
   sim.advance(500ms);
   sim.respawn(1);
@@ -761,6 +801,21 @@ TEST(PeerQuorumSimulation, ARestartKeepsItsAddressesAndNewProcessesKeepTheirPred
   EXPECT_EQ(sim.holding().size(), 1U);
   EXPECT_NE(sim.holding(), std::vector<std::string>{"n0"});
   EXPECT_EQ(sim.violations(), 0) << sim.firstViolation();
+}
+
+// The same, with new processes that forget their predecessors' promises: the simulation sees the
+// address held twice (what the kernel's promised set is for).
+TEST(PeerQuorumSimulation, NewProcessesThatForgotThePromisesWouldHoldTheAddressTwice) {
+  Simulation sim(11, 3, /*everywhere=*/true, {100ms, 1000ms, 5000ms});
+  sim.forgetPromises();
+  sim.advance(6s);
+  ASSERT_EQ(sim.holding(), std::vector<std::string>{"n0"});
+  sim.restart(0, 10s);
+  sim.advance(500ms);
+  sim.respawn(1);
+  sim.respawn(2);
+  sim.advance(4s);
+  EXPECT_GT(sim.violations(), 0);
 }
 
 }  // namespace

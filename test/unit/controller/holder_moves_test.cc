@@ -111,3 +111,44 @@ TEST(HolderMoves, TheSwitchIsOperatorConfigSpecDataplaneAgent) {
 
 }  // namespace
 }  // namespace egress::controller
+
+namespace egress::controller {
+namespace {
+
+const ipam::Address kA = *ipam::parseAddress("203.0.113.1");
+const ipam::Address kB = *ipam::parseAddress("203.0.113.2");
+const ipam::Address kA6 = *ipam::parseAddress("2001:db8::1");
+
+// The agents moved 203.0.113.1 off n1 (dead) to n2: the ledger follows, to n2's pod that holds
+// an entry already; nothing moves where the report agrees with the ledger, is ambiguous (two
+// nodes) or incomplete (a dual-stack entry half reported), or names a node without a pod.
+TEST(HolderMoves, TheLedgerFollowsWhatTheAgentsReportHeld) {
+  auto i = info({{"a", "n1"},
+                 {"b", "n2", true, true, false, 20},
+                 {"b-spare", "n2", true, true, false, 10},
+                 {"c", "n3", true, true, false, 30}});
+  std::map<ipam::Address, std::set<std::string>> reported{{kA, {"n2"}}, {kB, {"n2"}}};
+  auto moves = reportedHolderMoves(i, {{kA}, {kB}}, {"a", "b"}, reported);
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].entry, 0u);
+  EXPECT_EQ(moves[0].from, "a");
+  EXPECT_EQ(moves[0].to, "b") << "the pod on n2 that holds an entry, not the older idle one";
+  EXPECT_TRUE(moves[0].reported);
+  // Nobody holds the entry in the ledger yet: it goes to n2 all the same.
+  moves = reportedHolderMoves(i, {{kA}, {kB}}, {"", ""}, reported);
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(moves[0].to, "b-spare") << "none holds: the oldest";
+  EXPECT_TRUE(reportedHolderMoves(i, {{kA}, {kB}}, {"b", "b"}, reported).empty());
+  reported[kA] = {"n2", "n3"};
+  EXPECT_TRUE(reportedHolderMoves(i, {{kA}}, {"a"}, reported).empty()) << "two nodes say so";
+  reported[kA] = {"n2"};
+  EXPECT_TRUE(reportedHolderMoves(i, {{kA, kA6}}, {"a"}, reported).empty()) << "half of it";
+  reported[kA6] = {"n3"};
+  EXPECT_TRUE(reportedHolderMoves(i, {{kA, kA6}}, {"a"}, reported).empty()) << "split";
+  reported = {{kA, {"n9"}}};
+  EXPECT_TRUE(reportedHolderMoves(i, {{kA}}, {"a"}, reported).empty()) << "no pod on n9";
+  EXPECT_TRUE(reportedHolderMoves(i, {{kA}}, {"a"}, {}).empty());
+}
+
+}  // namespace
+}  // namespace egress::controller

@@ -326,36 +326,55 @@ TEST(DesiredState, PodKeepsItsEgressIPWhenAnotherLeavesTheLedger) {
   EXPECT_GT(moved, 0);
 }
 
-// Replicas 2, one holder dead: every source leaves with the live address (before, the pods
-// hashed onto the dead holder's address were refused, about half of them), and only those move.
-TEST(DesiredState, OneOfTwoHoldersDeadEverySourcePicksTheLiveIP) {
+// Replicas 2, one holder certified dead: its address moves to the other gateway node, so every
+// source keeps its egress IP (none is refused, none moves to the other address), and it stays
+// there when the first node comes back (the new holder claims it).
+TEST(DesiredState, OneOfTwoHoldersDeadItsAddressMovesToTheOtherGatewayNodeAndStays) {
   auto v = topology("n3");
   auto& p = v.policies[0];
   p.slots = {{{ip("192.168.50.200")}, "n1", "", ""}, {{ip("192.168.50.201")}, "n2", "", ""}};
   p.sources = manySources();
-  auto before = picksOf(compute(v));
+  const auto before = picksOf(compute(v));
+  const auto marksBefore = markOf(compute(v), "192.168.50.201");
   setLive(v, "n2", false);
   auto s = compute(v);
-  auto after = picksOf(s);
-  ASSERT_EQ(after.size(), p.sources.size()) << "some sources were refused";
-  int moved = 0;
-  for (const auto& [src, e] : after) {
-    EXPECT_EQ(e, ip("192.168.50.200")) << src;
-    moved += before.at(src) != e ? 1 : 0;
-  }
-  EXPECT_GT(moved, 0);
+  EXPECT_EQ(picksOf(s), before);
   EXPECT_THAT(s.kernel.nft.toString(), Not(HasSubstr("refuse\n")));
-  // The holder SNATs every one of them (it computes the same picks).
+  // Sources send both addresses' traffic to n1 now: one mark, n1's.
+  EXPECT_EQ(markOf(s, "192.168.50.201"), markOf(s, "192.168.50.200"));
+  EXPECT_NE(markOf(s, "192.168.50.201"), marksBefore);
+  // n1 holds both and SNATs every source to its own pick.
   auto holder = v;
   holder.self = "n1";
   auto h = compute(holder);
-  EXPECT_EQ(h.held, std::vector<ipam::Address>{ip("192.168.50.200")});
-  EXPECT_EQ(picksOf(h), after);
-  // No holder named at all for the second slot: the same.
-  auto unnamed = topology("n3");
+  EXPECT_EQ(h.held, (std::vector<ipam::Address>{ip("192.168.50.200"), ip("192.168.50.201")}));
+  EXPECT_EQ(picksOf(h), before);
+  // n2 back: n1 claims 192.168.50.201, so it stays on n1, at n1, n2 and n3 alike.
+  setLive(v, "n2", true);
+  for (auto& l : v.leases) {
+    if (l.node == "n1") {
+      l.claims = h.held;
+    }
+  }
+  EXPECT_EQ(markOf(compute(v), "192.168.50.201"), markOf(compute(v), "192.168.50.200"));
+  auto onN2 = v;
+  onN2.self = "n2";
+  EXPECT_TRUE(compute(onN2).held.empty());
+  auto onN1 = v;
+  onN1.self = "n1";  // its own entry's claims: what it holds now
+  EXPECT_EQ(compute(onN1).held, h.held);
+  // No holder named at all for the second slot: the other gateway node takes it.
+  auto unnamed = topology("n1");
   unnamed.policies[0] = p;
   unnamed.policies[0].slots[1].node.clear();
-  EXPECT_EQ(picksOf(compute(unnamed)), after);
+  EXPECT_EQ(compute(unnamed).held, h.held);
+  // Both gateway nodes dead: every source is refused.
+  setLive(v, "n1", false);
+  setLive(v, "n2", false);
+  EXPECT_THAT(compute(v).kernel.nft.toString(), Not(HasSubstr("snat")));
+  for (const auto& [src, e] : picksOf(compute(v))) {
+    ADD_FAILURE() << src << " still picks " << e;
+  }
 }
 
 TEST(DesiredState, PolicyWithoutEgressIPsRefusesItsPods) {
@@ -481,7 +500,7 @@ TEST(DesiredState, MoreHolderNodesThanMarksAreReported) {
     n.ipv4 = ip(("192.168.50." + std::to_string(10 + i)).c_str());
     n.addresses = {*n.ipv4};
     v.nodes.push_back(n);
-    v.leases.push_back({n.name, true});
+    v.leases.push_back({n.name, true, true, {}});
     PolicyView p;
     p.key = "ns/p" + std::to_string(i);
     p.uid = "uid-p" + std::to_string(i);

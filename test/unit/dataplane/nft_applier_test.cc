@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -213,6 +214,60 @@ TEST_F(NftApplierTest, TheFenceIsRefreshedInPlaceAndRewrittenWhenItChangedOrWent
   EXPECT_THAT(listing, HasSubstr(R"({"val": "192.168.50.201", "timeout": 30,)"));
   EXPECT_THAT(listing,
               HasSubstr(R"("elem": ["192.168.50.200", "192.168.50.201", "192.168.50.202"])"));
+  ASSERT_TRUE(nft.removeFence().ok());
+}
+
+// A restarted agent learns from the kernel what its predecessor held, and only while the fence
+// still holds it.
+TEST_F(NftApplierTest, TheFenceTellsWhatItHoldsUntilItTimesOut) {
+  NftApplier nft;
+  auto none = nft.fenceHeld();
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_TRUE(none->empty()) << "no fence tables: nothing held";
+  const auto a = testing::ip("192.168.50.200");
+  const auto b = testing::ip("192.168.50.201");
+  const auto v6 = testing::ip("fd00:50::200");
+  FenceState state;
+  state.known = {a, b, v6};
+  state.held = {a, v6};
+  state.remaining = std::chrono::seconds(30);
+  ASSERT_TRUE(nft.applyFence(state).ok());
+  auto held = NftApplier().fenceHeld();
+  ASSERT_TRUE(held) << held.error();
+  EXPECT_EQ(*held, (std::vector<ipam::Address>{a, v6}));
+  state.remaining = std::chrono::milliseconds(300);
+  ASSERT_TRUE(nft.applyFence(state).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_TRUE(NftApplier().fenceHeld()->empty()) << "timed out: no longer held";
+  ASSERT_TRUE(nft.removeFence().ok());
+}
+
+// A promise about a peer (its restart grace) is kept in the kernel for the next agent: read
+// back with at least the time it has left, and gone once that has passed.
+TEST_F(NftApplierTest, PromisesAreKeptInTheKernelUntilTheyEnd) {
+  NftApplier nft;
+  auto none = nft.promises();
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_TRUE(none->empty());
+  ASSERT_TRUE(nft.promise("node-2", std::chrono::seconds(30)).ok());
+  ASSERT_TRUE(nft.promise("node-3", std::chrono::milliseconds(1500)).ok());
+  ASSERT_TRUE(nft.promise("node-2", std::chrono::seconds(20)).ok()) << "a new end replaces";
+  auto kept = NftApplier().promises();
+  ASSERT_TRUE(kept) << kept.error();
+  ASSERT_EQ(kept->size(), 2u);
+  const auto two = kept->at(promiseKey("node-2"));
+  EXPECT_GE(two, std::chrono::seconds(19));
+  EXPECT_LE(two, std::chrono::seconds(21));
+  EXPECT_GE(kept->at(promiseKey("node-3")), std::chrono::milliseconds(1500));
+  // A fence written afterwards leaves them alone.
+  FenceState state;
+  state.known = {testing::ip("192.168.50.200")};
+  ASSERT_TRUE(nft.applyFence(state).ok());
+  EXPECT_EQ(NftApplier().promises()->size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  kept = NftApplier().promises();
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->size(), 1u) << "node-3's ended";
   ASSERT_TRUE(nft.removeFence().ok());
 }
 

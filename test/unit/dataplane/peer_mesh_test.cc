@@ -105,6 +105,49 @@ TEST_F(PeerMeshTest, ThreeAgentsReachAMajorityAndTwoCertifyAStoppedOne) {
   EXPECT_FALSE(meshes_[0]->dead("n2", clock_.now()));
 }
 
+// An agent restarts (a new process, a new incarnation, on the same address) long after its
+// predecessor died: the others count it again and it gets its lease back.
+TEST_F(PeerMeshTest, AnAgentThatComesBackIsCountedAgain) {
+  ASSERT_TRUE(runUntil([&] { return hasLease(0) && hasLease(1) && hasLease(2); }));
+  meshes_[0]->stop();
+  ASSERT_TRUE(runUntil([&] { return meshes_[1]->dead("n1", clock_.now()); }));
+  ioc_.run_for(300ms);
+  meshes_[0].reset();
+  PeerMesh::Options o;
+  o.port = kPort;
+  o.quorum = kOptions;
+  meshes_[0] = std::make_unique<PeerMesh>("n1", clock_, ioc_.get_executor(), o, *registries_[0]);
+  ASSERT_TRUE(meshes_[0]->setMembers(members_));
+  meshes_[0]->start();
+  EXPECT_TRUE(runUntil([&] {
+    return hasLease(0) && meshes_[1]->quorum().heard("n1", clock_.now()) &&
+           meshes_[2]->quorum().heard("n1", clock_.now()) && !meshes_[1]->dead("n1", clock_.now());
+  }));
+}
+
+// A member whose node is unreachable (its address behind a link without carrier: the
+// neighbour never resolves, and sends to it fail) does not stop the others hearing each other.
+TEST_F(PeerMeshTest, AnUnreachableMemberDoesNotStopTheOthers) {
+  ASSERT_EQ(std::system("ip link add egwv0 type veth peer name egwv1 && "
+                        "ip addr add 10.99.0.1/24 dev egwv0 && ip link set egwv0 up"),
+            0);
+  members_["n4"].ipv4 = ipam::parseAddress("10.99.0.2");
+  for (auto& m : meshes_) {
+    ASSERT_TRUE(m->setMembers(members_));
+  }
+  // Four members: three are a majority.
+  ASSERT_TRUE(runUntil([&] { return hasLease(0) && hasLease(1) && hasLease(2); }));
+  const double counted =
+      counterValue(*registries_[0], "egw_agent_heartbeats_received_total", "counted");
+  ioc_.run_for(6s);  // past the neighbour's failure (3 s of unanswered ARP)
+  EXPECT_GT(counterValue(*registries_[0], "egw_agent_heartbeats_received_total", "counted"),
+            counted + 100);
+  EXPECT_TRUE(hasLease(0));
+  EXPECT_TRUE(meshes_[0]->quorum().heard("n2", clock_.now()));
+  EXPECT_TRUE(meshes_[0]->dead("n4", clock_.now()));
+  std::system("ip link del egwv0");
+}
+
 TEST_F(PeerMeshTest, StrangersGarbageAndForgeriesCountForNothing) {
   ASSERT_TRUE(runUntil([&] { return hasLease(0) && hasLease(1) && hasLease(2); }));
   auto send = [&](const char* from, const std::string& bytes) {

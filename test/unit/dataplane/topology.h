@@ -42,7 +42,7 @@ inline ClusterView topology(const std::string& self) {
   p.sources = {{ip("10.244.1.2"), "n1"}, {ip("10.244.3.2"), "n3"}};
   v.policies = {p};
   for (const char* n : {"n1", "n2", "n3"}) {
-    v.leases.push_back({n, true});
+    v.leases.push_back({n, true, true, {}});
   }
   return v;
 }
