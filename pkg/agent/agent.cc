@@ -114,7 +114,10 @@ struct Agent::FenceKeeper {
     std::lock_guard lock(mu);
     next.remaining = left(until, clock.now());
     auto done = nft.applyFence(next);
-    state = std::move(next);
+    // Refreshes re-arm only what a write put in the kernel: after a failed one, what was there.
+    if (done) {
+      state = std::move(next);
+    }
     return done;
   }
   // The held addresses again, until `until` (nothing held when it has passed).

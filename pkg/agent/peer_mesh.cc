@@ -358,21 +358,22 @@ PeerMesh::~PeerMesh() {
 
 Result<Ok, std::string> PeerMesh::setMembers(const std::map<std::string, Member>& members) {
   auto& s = *state_;
-  if (members == s.members) {
-    return Ok{};
-  }
-  s.members = members;
-  s.byAddress.clear();
-  std::vector<std::string> names;
-  for (const auto& [name, m] : members) {
-    names.push_back(name);
-    for (const auto& a : {m.ipv4, m.ipv6}) {
-      if (a) {
-        s.byAddress.emplace(*a, name);
+  if (members != s.members) {
+    s.members = members;
+    s.byAddress.clear();
+    std::vector<std::string> names;
+    for (const auto& [name, m] : members) {
+      names.push_back(name);
+      for (const auto& a : {m.ipv4, m.ipv6}) {
+        if (a) {
+          s.byAddress.emplace(*a, name);
+        }
       }
     }
+    s.quorum.setMembers(names);
   }
-  s.quorum.setMembers(names);
+  // Every time, not only when the members change: a bind that failed (the port still taken by a
+  // predecessor, the address not up yet) is tried again at the next sync.
   Member self;
   if (auto it = members.find(s.self); it != members.end()) {
     self = it->second;

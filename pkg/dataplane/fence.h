@@ -16,11 +16,12 @@
 //   table arp egw_fence    out        output: an ARP reply from a known egress IP not in @held
 //                                     is dropped: the kernel's proxy ARP answer dies
 //
-// Each sync that finds this agent fresh re-sets the held elements' timeouts to the time left
-// until this agent's own fence time (LeaseRenewer::freshUntil): the kernel stops answering for
-// and SNATing to an address at the moment the agent would have withdrawn it, whether or not the
-// agent is still running then, and so before the operator can see the agent's Lease expire and
-// move the address. Known addresses are every egress IP of the view (held here or elsewhere);
+// Each sync that finds this agent holding, and every heartbeat round after it, re-sets the held
+// elements' timeouts to the time left until this agent's lease ends (pkg/agent/peer_quorum.h: a
+// majority of the agents grants it): the kernel stops answering for and SNATing to an address at
+// the moment the lease ends, whether or not the agent is still running then, and so before any
+// other node can take it (that needs a majority to certify this node dead, which cannot overlap
+// with its lease). Known addresses are every egress IP of the view (held here or elsewhere);
 // every drop is counted (counter "fenced" of each table). Written in nft's text syntax, because
 // libnftables' JSON of this version cannot declare a set typed as a raw 128-bit payload.
 // Gratuitous ARP and unsolicited NA go out on packet sockets, past these hooks: they are sent only

@@ -531,7 +531,9 @@ TEST_F(MonitoringE2E, EveryDashboardQueryAndAlertRuleEvaluatesOnRunningOperators
   EXPECT_EQ(fencedAlert.alerts[0].labels.at("severity"), "warning");
   EXPECT_EQ(fencedAlert.alerts[0].annotations.at("summary"),
             "egw-agent on " + fenced + " has been fenced for 5 minutes.");
-  EXPECT_NE(fencedAlert.alerts[0].annotations.at("description").find("Lease egw-agent-" + fenced),
+  EXPECT_NE(fencedAlert.alerts[0]
+                .annotations.at("description")
+                .find("The egw-agent on " + fenced + " has had no majority"),
             std::string::npos);
   const auto errors =
       ruleInState("EgressGatewayAgentSyncErrors", "pending", std::set<std::string>{failing});
